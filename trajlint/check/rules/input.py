@@ -1,0 +1,46 @@
+"""TL0xx: the input itself — files that cannot be read, lines that are not JSON objects."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from trajlint.check.spec import Subject, Violation, row_rule
+from trajlint.read import OversizedLine, ParseError, Unreadable
+
+_JSON_TYPE = {
+    list: "an array",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+}
+
+
+@row_rule("unreadable-file", reads=["file"])
+def unreadable_file(subject: Subject) -> Iterator[Violation]:
+    if isinstance(subject.problem, Unreadable):
+        yield Violation("", f"cannot read {subject.path}: {subject.problem.reason}")
+
+
+@row_rule("invalid-json", reads=["line"])
+def invalid_json(subject: Subject) -> Iterator[Violation]:
+    if isinstance(subject.problem, ParseError):
+        yield Violation("", subject.problem.message)
+
+
+@row_rule("row-not-object", reads=["line"])
+def row_not_object(subject: Subject) -> Iterator[Violation]:
+    if subject.problem is None and "row" not in subject.evidence:
+        kind = _JSON_TYPE.get(type(subject.value), "not an object")
+        yield Violation("", f"a rollout row must be a JSON object, this line holds {kind}")
+
+
+@row_rule("row-too-large", reads=["line"])
+def row_too_large(subject: Subject) -> Iterator[Violation]:
+    if isinstance(subject.problem, OversizedLine):
+        yield Violation(
+            "",
+            f"line is {subject.problem.size:,} bytes, more than max-row-bytes; it was skipped "
+            "unread (raise max-row-bytes to check it)",
+        )

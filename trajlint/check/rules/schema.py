@@ -1,0 +1,57 @@
+"""TL1xx: each part of a row against its packaged JSON Schema.
+
+One rule per section, so a team can, say, ignore verifier evidence it does not produce yet
+without losing the checks on the trajectory. The row envelope is validated without its
+sections, which keeps every schema error reported once, by the rule of the section it is in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from trajlint import schemas
+from trajlint.check.schema_errors import describe, escape, pointer
+from trajlint.check.spec import SECTION_EVIDENCE, Subject, Violation, row_rule
+
+
+def _section_errors(key: str, schema: str, value: Any) -> Iterator[Violation]:
+    if isinstance(value, str):
+        yield Violation(
+            "/" + escape(key),
+            f"`{key}` holds a JSON-encoded string; it must be the object itself "
+            "(the writer serialized it twice)",
+        )
+        return
+    for error in schemas.validator(schema).iter_errors(value):
+        for path, _keyword, message in describe(error, key):
+            yield Violation(pointer([key, *path]), message)
+
+
+@row_rule("row-schema", reads=["row"])
+def row_schema(subject: Subject) -> Iterator[Violation]:
+    """The row envelope: identity and collector keys, with the sections left to their own rules."""
+    envelope = {k: v for k, v in subject.row.items() if k not in SECTION_EVIDENCE}
+    for error in schemas.validator("rollout-row").iter_errors(envelope):
+        for path, _keyword, message in describe(error, "row"):
+            yield Violation(pointer(path), message)
+
+
+@row_rule("capture-schema", reads=["row", "capture"])
+def capture_schema(subject: Subject) -> Iterator[Violation]:
+    yield from _section_errors("ng_model_call_capture", "model-call-capture", subject.row["ng_model_call_capture"])
+
+
+@row_rule("observations-schema", reads=["row", "observations"])
+def observations_schema(subject: Subject) -> Iterator[Violation]:
+    yield from _section_errors("ng_agent_observations", "agent-observations", subject.row["ng_agent_observations"])
+
+
+@row_rule("trajectory-schema", reads=["row", "trajectory"])
+def trajectory_schema(subject: Subject) -> Iterator[Violation]:
+    yield from _section_errors("ng_trajectory", "trajectory", subject.row["ng_trajectory"])
+
+
+@row_rule("verifier-schema", reads=["row", "verifiers"])
+def verifier_schema(subject: Subject) -> Iterator[Violation]:
+    yield from _section_errors("ng_verifier_invocations", "verifier-invocations", subject.row["ng_verifier_invocations"])

@@ -1,0 +1,144 @@
+"""Turn JSON Schema validation errors into trajlint's own (pointer, message) pairs.
+
+Finding identity must not depend on the validation library: its message text, error order and
+schema paths differ between backends. So every error is reduced to the instance location and
+the failing keyword, and the message is written here from those facts alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import re
+
+import orjson
+
+_TYPE_NAMES = {
+    "object": "an object",
+    "array": "an array",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "null": "null",
+}
+
+
+def escape(token: str | int) -> str:
+    return str(token).replace("~", "~0").replace("/", "~1")
+
+
+def pointer(parts: Iterable[str | int]) -> str:
+    """RFC 6901 pointer for a path of object keys and array indices."""
+    return "".join("/" + escape(p) for p in parts)
+
+
+def json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, int):
+        return "an integer"
+    return "a number"
+
+
+def show(value: Any, limit: int = 60) -> str:
+    """A short rendering of an offending value for a message."""
+    if isinstance(value, dict):
+        return "an object" if value else "{}"
+    if isinstance(value, list):
+        return f"an array of {len(value)}" if value else "[]"
+    try:
+        text = orjson.dumps(value).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _types_phrase(types: str | Sequence[str]) -> str:
+    names = [types] if isinstance(types, str) else list(types)
+    words = [_TYPE_NAMES.get(t, t) for t in names]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _field(path: Sequence[str | int], section: str) -> str:
+    """How a message names the place: the innermost key, with its item index when in a list."""
+    for i in range(len(path) - 1, -1, -1):
+        if isinstance(path[i], str):
+            tail = "".join(f"[{p}]" for p in path[i + 1 :])
+            return f"`{path[i]}{tail}`"
+    if path:
+        return f"`{section}" + "".join(f"[{p}]" for p in path) + "`"
+    return f"`{section}`"
+
+
+def _single_types(subschemas: Sequence[Any]) -> list[str] | None:
+    """The types of an anyOf/oneOf whose branches differ only by type, else None."""
+    types: list[str] = []
+    for sub in subschemas:
+        if not isinstance(sub, dict) or set(sub) - {"type", "title", "description"}:
+            return None
+        t = sub.get("type")
+        types.extend([t] if isinstance(t, str) else t or [])
+    return types or None
+
+
+def describe(error: Any, section: str) -> Iterator[tuple[list[str | int], str, str]]:
+    """(path, keyword, message) for one jsonschema ValidationError; some yield several."""
+    path = list(error.absolute_path)
+    keyword = error.validator
+    expected = error.validator_value
+    value = error.instance
+    where = _field(path, section)
+
+    if keyword == "type":
+        yield path, keyword, f"{where} must be {_types_phrase(expected)}, got {json_type(value)} {show(value)}".rstrip()
+    elif keyword == "required":
+        for name in expected:
+            if isinstance(value, dict) and name not in value:
+                yield path, keyword, f"{where} is missing the required field `{name}`"
+    elif keyword == "additionalProperties" and expected is False and isinstance(value, dict):
+        known = set(error.schema.get("properties", {}))
+        patterns = error.schema.get("patternProperties", {})
+        for key in value:
+            if key in known or any(re.search(p, key) for p in patterns):
+                continue
+            yield path + [key], keyword, f"unknown field `{key}` in {where}"
+    elif keyword == "enum":
+        options = ", ".join(show(v) for v in expected)
+        yield path, keyword, f"{where} must be one of {options}; got {show(value)}"
+    elif keyword == "const":
+        yield path, keyword, f"{where} must be {show(expected)}, got {show(value)}"
+    elif keyword in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+        op = {"minimum": "≥", "exclusiveMinimum": ">", "maximum": "≤", "exclusiveMaximum": "<"}[keyword]
+        yield path, keyword, f"{where} must be {op} {show(expected)}, got {show(value)}"
+    elif keyword == "minLength" and expected == 1:
+        yield path, keyword, f"{where} must not be empty"
+    elif keyword in ("minLength", "maxLength"):
+        bound = "at least" if keyword == "minLength" else "at most"
+        yield path, keyword, f"{where} must be {bound} {expected} characters long, got {show(value)}"
+    elif keyword in ("minItems", "maxItems"):
+        bound = "at least" if keyword == "minItems" else "at most"
+        yield path, keyword, f"{where} must hold {bound} {expected} items, got {len(value)}"
+    elif keyword == "pattern":
+        yield path, keyword, f"{where} must match /{expected}/, got {show(value)}"
+    elif keyword in ("anyOf", "oneOf"):
+        types = _single_types(expected)
+        if types is not None:
+            yield path, keyword, f"{where} must be {_types_phrase(types)}, got {json_type(value)} {show(value)}".rstrip()
+        else:
+            hint = error.schema.get("description") if isinstance(error.schema, dict) else None
+            detail = f" ({hint.rstrip('.')})" if hint else ""
+            yield path, keyword, f"{where} matches none of its allowed shapes{detail}; got {show(value)}"
+    elif keyword is None:  # a `false` subschema
+        yield path, keyword, f"{where} is not allowed here"
+    else:
+        yield path, keyword, f"{where} does not satisfy `{keyword}: {show(expected)}`; got {show(value)}"

@@ -1,0 +1,115 @@
+"""How a rule is declared: the name it implements and the evidence it reads.
+
+The catalog entry in `rules/` says what a rule is (code, severity, documentation); the function
+registered here says how it checks. A rule reads named evidence; when a row lacks that evidence
+the rule is *unobserved* for the row (counted, never passed silently) and its function is not
+called at all, so a rule never has to guard against evidence that is not there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from trajlint.findings import Location, Rollout
+
+#: Evidence a rule may read. "file": a path that was opened or failed to open; "line": a
+#: non-blank physical line; "row": a line that parsed to a JSON object; the others: that section
+#: of the row is present and not null.
+EVIDENCE: frozenset[str] = frozenset(
+    {"file", "line", "row", "capture", "observations", "trajectory", "verifiers"}
+)
+
+SECTION_EVIDENCE: dict[str, str] = {
+    "ng_model_call_capture": "capture",
+    "ng_agent_observations": "observations",
+    "ng_trajectory": "trajectory",
+    "ng_verifier_invocations": "verifiers",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """What a rule function yields: where and what. The engine adds code, severity and identity."""
+
+    pointer: str
+    message: str
+    related: tuple[Location, ...] = ()
+
+
+@dataclass(slots=True)
+class Subject:
+    """One thing rules look at: a file, a line, or a parsed row, with the evidence it holds."""
+
+    path: str
+    line: int
+    evidence: frozenset[str]
+    raw: bytes | None = None
+    value: Any = None
+    problem: Any = None
+    rollout: Rollout | None = None
+
+    @property
+    def row(self) -> dict[str, Any]:
+        return self.value
+
+    def location(self, pointer: str = "") -> Location:
+        return Location(self.path, self.line, pointer)
+
+
+RowCheck = Callable[[Subject], Iterable[Violation]]
+
+
+class Reduction(Protocol):
+    """A run-level rule: sees each subject once, keeps a small digest, reports at the end."""
+
+    def observe(self, subject: Subject) -> None: ...
+
+    def finish(self) -> Iterable[tuple[Location, Rollout | None, Violation]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Implementation:
+    name: str
+    reads: frozenset[str]
+    check: RowCheck | None = None
+    reduction: Callable[[], Reduction] | None = None
+    doc: str = field(default="", compare=False)
+
+
+IMPLEMENTATIONS: dict[str, Implementation] = {}
+
+
+def _register(impl: Implementation) -> None:
+    unknown = impl.reads - EVIDENCE
+    if unknown:
+        raise ValueError(f"rule {impl.name} reads unknown evidence {sorted(unknown)}")
+    if impl.name in IMPLEMENTATIONS:
+        raise ValueError(f"rule {impl.name} is implemented twice")
+    IMPLEMENTATIONS[impl.name] = impl
+
+
+def row_rule(name: str, *, reads: Iterable[str]) -> Callable[[RowCheck], RowCheck]:
+    """Register `fn(subject) -> Iterable[Violation]` as the check of rule `name`."""
+
+    def decorate(fn: RowCheck) -> RowCheck:
+        _register(Implementation(name, frozenset(reads), check=fn, doc=fn.__doc__ or ""))
+        return fn
+
+    return decorate
+
+
+def run_rule(name: str, *, reads: Iterable[str]) -> Callable[[type], type]:
+    """Register a `Reduction` class; the engine makes one instance per run."""
+
+    def decorate(cls: type) -> type:
+        _register(Implementation(name, frozenset(reads), reduction=cls, doc=cls.__doc__ or ""))
+        return cls
+
+    return decorate
+
+
+def engine_rule(name: str) -> None:
+    """A rule whose findings the engine itself produces (it has no evidence of its own)."""
+    _register(Implementation(name, frozenset()))

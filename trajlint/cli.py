@@ -1,0 +1,206 @@
+"""The command line. It only wires the stages together: read → check → report.
+
+Heavy modules are imported inside the commands so that `trajlint --help` starts fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import click
+
+from trajlint import __version__
+
+DEFAULT_MAX_ROW_BYTES = 256 * 1024 * 1024
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn an unexpected exception into one line and exit 2; `--debug` keeps the traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, debug: bool = False, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except BrokenPipeError:
+            # The reader (e.g. `| head`) went away; nothing left to say and no one to say it to.
+            sys.stderr.close()
+            sys.exit(EXIT_FINDINGS)
+        except Exception as exc:  # noqa: BLE001
+            if debug:
+                raise
+            click.echo(
+                f"trajlint: internal error: {type(exc).__name__}: {exc}. This is a bug in "
+                "trajlint; rerun with --debug for the traceback and please report it.",
+                err=True,
+            )
+            sys.exit(EXIT_ERROR)
+
+    return click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")(wrapper)
+
+
+def _write(chunks: Iterable[str]) -> None:
+    out = sys.stdout
+    for chunk in chunks:
+        out.write(chunk)
+    out.flush()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, "-V", "--version", prog_name="trajlint")
+def main() -> None:
+    """Build, validate and lint NeMo Gym rollout trajectories.
+
+    trajlint reads rollout JSONL (.jsonl, .jsonl.gz, .jsonl.zst, or - for standard input),
+    checks every row against the NeMo Gym data contract and reports each problem as a finding
+    with file, line and JSON pointer. Exit status: 0 clean, 1 findings, 2 usage or internal error.
+    """
+
+
+@main.command()
+@click.argument("paths", nargs=-1)
+@click.option(
+    "--output-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: one line per finding and a summary; json: the documented report document.",
+)
+@click.option(
+    "--max-row-bytes",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_ROW_BYTES,
+    show_default=True,
+    help="Lines longer than this are reported (row-too-large) and skipped, never loaded.",
+)
+@_guarded
+def check(paths: tuple[str, ...], output_format: str, max_row_bytes: int) -> None:
+    """Lint rollout files.
+
+    PATHS are files, directories (searched recursively for *.jsonl, *.jsonl.gz, *.jsonl.zst),
+    globs, or - for standard input; a *.json file named here holds one row. Default: the
+    current directory.
+    """
+    from trajlint.check.engine import load_rules, run
+    from trajlint.read import iter_sources
+    from trajlint.report.document import document, summary
+
+    rules = load_rules()
+    result = run(iter_sources(list(paths) or ["."]), rules, max_row_bytes=max_row_bytes)
+    if output_format == "json":
+        from trajlint.report import json as json_report
+
+        _write(json_report.render(document(result)))
+    else:
+        from trajlint.report import text
+
+        _write(text.render(result.findings, summary(result)))
+    if result.internal_errors:
+        sys.exit(EXIT_ERROR)
+    sys.exit(EXIT_FINDINGS if any(f.severity == "error" for f in result.findings) else EXIT_CLEAN)
+
+
+@main.command()
+@click.argument("name", required=False)
+@click.option("--list", "list_", is_flag=True, help="List the packaged schemas.")
+@click.option(
+    "--write",
+    is_flag=True,
+    help="Regenerate schemas/ from the typed contract (in a source checkout).",
+)
+@_guarded
+def schema(name: str | None, list_: bool, write: bool) -> None:
+    """Print a packaged JSON Schema (default: the rollout row), or regenerate them all."""
+    from trajlint import schemas
+
+    if write:
+        from trajlint import schemagen
+        from trajlint.resources import checkout_dir
+
+        root = checkout_dir()
+        if root is None:
+            raise click.ClickException("--write needs a source checkout of trajlint")
+        for path in schemagen.write(root / "schemas"):
+            click.echo(f"wrote {path.relative_to(root)}")
+        return
+    if list_:
+        for schema_name in schemas.names():
+            click.echo(schema_name)
+        return
+    try:
+        document = schemas.load(name or "rollout-row")
+    except (KeyError, FileNotFoundError):
+        raise click.BadParameter(
+            f"unknown schema {name!r}; choose from {', '.join(schemas.names())}", param_hint="NAME"
+        ) from None
+    import json
+
+    click.echo(json.dumps(document, indent=2, ensure_ascii=False))
+
+
+@main.command()
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_guarded
+def rules(output_format: str) -> None:
+    """List every rule: code, name, default severity, summary."""
+    from trajlint.check.engine import load_rules
+
+    specs = load_rules()
+    if output_format == "json":
+        import json
+
+        click.echo(json.dumps([_rule_dict(s.entry, full=False) for s in specs.values()], indent=2))
+        return
+    for spec in specs.values():
+        click.echo(f"{spec.code}  {spec.name:<28} {spec.severity:<8} {spec.entry.summary}")
+
+
+@main.command()
+@click.argument("rule")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_guarded
+def rule(rule: str, output_format: str) -> None:
+    """Explain one rule (by code or name), with its failing and passing examples."""
+    from trajlint.check.engine import load_rules
+
+    specs = load_rules()
+    match = next((s for s in specs.values() if rule in (s.code, s.name)), None)
+    if match is None:
+        raise click.BadParameter(f"no rule {rule!r}; see `trajlint rules`", param_hint="RULE")
+    entry = match.entry
+    if output_format == "json":
+        import json
+
+        click.echo(json.dumps(_rule_dict(entry, full=True), indent=2, ensure_ascii=False))
+        return
+    click.echo(f"# {entry.name} ({entry.code})\n")
+    click.echo(f"Family: {entry.family} · Default severity: {entry.severity}\n")
+    click.echo(f"## What it checks\n\n{entry.summary}\n")
+    click.echo(f"## Why\n\n{entry.rationale}\n")
+    for example in entry.examples:
+        title = "Fails" if example.expect == "fail" else "Passes"
+        click.echo(f"## {title}: {example.description}\n")
+        body = "(the file does not exist)" if example.missing else example.jsonl.rstrip("\n")
+        click.echo(f"```jsonl\n{body}\n```\n")
+
+
+def _rule_dict(entry: Any, *, full: bool) -> dict[str, Any]:
+    data = {
+        "code": entry.code,
+        "name": entry.name,
+        "family": entry.family,
+        "severity": entry.severity,
+        "summary": entry.summary,
+    }
+    if full:
+        data["rationale"] = entry.rationale
+        data["examples"] = [
+            {"expect": e.expect, "description": e.description, "jsonl": e.jsonl, "missing": e.missing}
+            for e in entry.examples
+        ]
+    return data

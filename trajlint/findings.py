@@ -1,0 +1,103 @@
+"""The finding: what every stage after reading produces and every report format consumes.
+
+Kept free of rule and format knowledge so that read, build, check and report can all depend on
+it without depending on each other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Ranked from most to least severe; the index is the rank.
+SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
+_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}
+
+
+def severity_rank(severity: str) -> int:
+    """Lower is more severe, so `rank(s) <= rank(fail_level)` means "at or above the level"."""
+    return _RANK[severity]
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """A place in the input: a row of a file and a JSON pointer into it ("" = the whole row).
+
+    Line 0 stands for the file as a whole (a file that could not be opened has no line).
+    """
+
+    path: str
+    line: int
+    pointer: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "pointer": self.pointer}
+
+
+@dataclass(frozen=True, slots=True)
+class Rollout:
+    """The identity of the rollout a row records, as NeMo Gym derives it."""
+
+    task_id: str
+    rollout_id: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"task_id": self.task_id, "rollout_id": self.rollout_id}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    code: str
+    name: str
+    severity: str
+    message: str
+    path: str
+    line: int
+    pointer: str
+    related: tuple[Location, ...] = ()
+    rollout: Rollout | None = None
+    fingerprint: str = field(default="", compare=False)
+
+    def sort_key(self) -> tuple[str, int, str, str, str]:
+        return (self.path, self.line, self.pointer, self.code, self.message)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "name": self.name,
+            "severity": self.severity,
+            "message": self.message,
+            "path": self.path,
+            "line": self.line,
+            "pointer": self.pointer,
+            "related": [loc.to_dict() for loc in self.related],
+            "rollout": self.rollout.to_dict() if self.rollout else None,
+            "fingerprint": self.fingerprint,
+        }
+
+
+def fingerprint(
+    code: str, pointer: str, rollout: Rollout | None, path: str, content: bytes | None
+) -> str:
+    """A key that survives rows being moved, appended or re-sharded.
+
+    It never includes the line number: keyed on the rollout identity when the row has one, else on
+    the file and the line's own bytes, so the same defect keeps its fingerprint across runs.
+    """
+    digest = hashlib.sha256(b"trajlint-fingerprint/v1\0")
+    digest.update(code.encode())
+    digest.update(b"\0")
+    digest.update(pointer.encode("utf-8", "surrogatepass"))
+    digest.update(b"\0")
+    if rollout is not None:
+        digest.update(b"rollout\0")
+        digest.update(rollout.task_id.encode("utf-8", "surrogatepass"))
+        digest.update(b"\0")
+        digest.update(rollout.rollout_id.encode("utf-8", "surrogatepass"))
+    else:
+        digest.update(b"content\0")
+        digest.update(path.encode("utf-8", "surrogateescape"))
+        digest.update(b"\0")
+        digest.update(content or b"")
+    return digest.hexdigest()[:32]
