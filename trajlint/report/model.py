@@ -1,0 +1,92 @@
+"""The typed shape of the JSON report, from which `schemas/report.schema.json` is generated.
+
+The report itself is written from plain dicts (it is on the hot path of big runs); these models
+only document and version the shape, and a test keeps real output and schema in agreement.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Severity = Literal["error", "warning", "info"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Location(_Strict):
+    """Another place a finding involves: a conflicting claim, a duplicate row."""
+
+    path: str = Field(description="The file, as given on the command line or found under it.")
+    line: int = Field(ge=0, description="1-based physical line in the decompressed file; 0 = the file as a whole.")
+    pointer: str = Field(description="RFC 6901 JSON pointer into the row; empty for the whole row.")
+
+
+class RolloutIdentity(_Strict):
+    task_id: str
+    rollout_id: str
+
+
+class Finding(_Strict):
+    """One problem, at one place."""
+
+    code: str = Field(pattern=r"^TL[0-9]{3}$", description="Stable rule code.")
+    name: str = Field(description="The rule's kebab-case name; one name per code.")
+    severity: Severity
+    message: str
+    path: str
+    line: int = Field(ge=0, description="1-based physical line in the decompressed file; 0 = the file as a whole.")
+    pointer: str = Field(description="RFC 6901 JSON pointer into the row; empty for the whole row.")
+    related: list[Location] = Field(description="The other claims or evidence involved.")
+    rollout: RolloutIdentity | None = Field(description="The row's rollout identity, when derivable.")
+    fingerprint: str = Field(
+        description="Stable across runs: a hash of rollout identity, code and pointer (never the line number)."
+    )
+
+
+class RuleCount(_Strict):
+    name: str
+    severity: Severity
+    count: int = Field(ge=0)
+
+
+class RuleCoverage(_Strict):
+    """How often a rule ran, and how often a row lacked the evidence it reads."""
+
+    name: str
+    evaluated: int = Field(ge=0)
+    unobserved: int = Field(ge=0)
+
+
+class BySeverity(_Strict):
+    error: int = Field(ge=0)
+    warning: int = Field(ge=0)
+    info: int = Field(ge=0)
+
+
+class Summary(_Strict):
+    files: int = Field(ge=0, description="Files opened and read.")
+    lines: int = Field(ge=0, description="Non-blank lines read.")
+    rows: int = Field(ge=0, description="Lines that parsed to a JSON object.")
+    findings: int = Field(ge=0)
+    by_severity: BySeverity
+    by_rule: dict[str, RuleCount] = Field(description="Finding counts keyed by rule code.")
+    rules: dict[str, RuleCoverage] = Field(description="Coverage of every rule that was run, keyed by code.")
+    internal_errors: int = Field(ge=0, description="Rule failures (bugs in trajlint); any makes the exit status 2.")
+
+
+class Tool(_Strict):
+    name: Literal["trajlint"]
+    version: str
+
+
+class ReportDocument(_Strict):
+    """The report `trajlint check --output-format json` prints."""
+
+    schema_version: Literal["1.0"]
+    tool: Tool
+    findings: list[Finding] = Field(description="Sorted by path, line, pointer, code.")
+    summary: Summary
