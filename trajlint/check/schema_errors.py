@@ -91,6 +91,14 @@ def _single_types(subschemas: Sequence[Any]) -> list[str] | None:
     return types or None
 
 
+def _required_sets(subschemas: Sequence[Any]) -> list[list[str]]:
+    """The required keys of each branch, when every branch is told apart by what it requires."""
+    sets = [sub.get("required") for sub in subschemas if isinstance(sub, dict)]
+    if len(sets) != len(subschemas) or not all(isinstance(keys, list) and keys for keys in sets):
+        return []
+    return sets
+
+
 def describe(error: Any, section: str) -> Iterator[tuple[list[str | int], str, str]]:
     """(path, keyword, message) for one jsonschema ValidationError; some yield several."""
     path = list(error.absolute_path)
@@ -134,10 +142,11 @@ def describe(error: Any, section: str) -> Iterator[tuple[list[str | int], str, s
         types = _single_types(expected)
         if types is not None:
             yield path, keyword, f"{where} must be {_types_phrase(types)}, got {json_type(value)} {show(value)}".rstrip()
+        elif _required_sets(expected):
+            ways = " or ".join(" and ".join(f"`{k}`" for k in keys) for keys in _required_sets(expected))
+            yield path, keyword, f"{where} must carry {ways} (non-empty), got {show(value, 120)}"
         else:
-            hint = error.schema.get("description") if isinstance(error.schema, dict) else None
-            detail = f" ({hint.rstrip('.')})" if hint else ""
-            yield path, keyword, f"{where} matches none of its allowed shapes{detail}; got {show(value)}"
+            yield path, keyword, f"{where} matches none of its allowed shapes, got {show(value)}"
     elif keyword is None:  # a `false` subschema
         yield path, keyword, f"{where} is not allowed here"
     else:
