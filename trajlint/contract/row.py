@@ -1,0 +1,115 @@
+"""One persisted rollout row: the collector's keys and the four evidence sections (contract §1).
+
+A row is the agent's result plus collector keys, so unknown keys are allowed. Keys the collector
+writes only in some rows may be absent, but most of them never hold null when present (the
+collector drops a null `ng_agent_observations`, for instance): those are declared with
+`_absent_or_value`, which rejects null both here and in the generated schema.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from trajlint.contract.capture import ModelCallCapture
+from trajlint.contract.common import NonNegativeInt
+from trajlint.contract.observations import AgentObservationBundle
+from trajlint.contract.trajectory import TrajectoryRecord
+from trajlint.contract.verifier import VerifierInvocations
+
+# An explicit capture key must be usable as a capture file name.
+ROLLOUT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+
+
+def _drop_null(json_schema: dict[str, Any]) -> None:
+    """Remove null from a field's generated schema: None is only the marker for an absent key."""
+    branches = json_schema.pop("anyOf", None)
+    if branches is not None:
+        (present,) = [branch for branch in branches if branch != {"type": "null"}]
+        json_schema.update(present)
+    elif isinstance(json_schema.get("type"), list):
+        (json_schema["type"],) = [kind for kind in json_schema["type"] if kind != "null"]
+    json_schema.pop("default", None)
+
+
+def _absent_or_value(description: str, alias: str | None = None) -> Any:
+    """A key that may be left out but is never null when present."""
+    return Field(default=None, alias=alias, description=description, json_schema_extra=_drop_null)
+
+
+class AgentRef(BaseModel):
+    """Names the NeMo Gym agent server that ran the rollout (a plain model: unknown keys are ignored)."""
+
+    type: Literal["responses_api_agents"] = Field(description="Server kind; always `responses_api_agents`.")
+    name: str = Field(description="Name of the agent server in the NeMo Gym configuration.")
+
+
+class RolloutRow(BaseModel):
+    """One rollout row as persisted in NeMo Gym rollout JSONL; any other keys are the agent's result."""
+
+    model_config = ConfigDict(extra="allow", serialize_by_alias=True)
+
+    task_index: NonNegativeInt = Field(alias="_ng_task_index", description="Index of the task in the input.")
+    rollout_index: NonNegativeInt = Field(alias="_ng_rollout_index", description="Repeat index of the rollout.")
+    attempt_index: NonNegativeInt | None = _absent_or_value(
+        "Retry attempt; present only if the input row had it.", "_ng_attempt_index"
+    )
+    rollout_id: Annotated[str, Field(pattern=ROLLOUT_ID_PATTERN)] | None = _absent_or_value(
+        "Explicit capture key; present only if the input row had it.", "_ng_rollout_id"
+    )
+    agent_ref: AgentRef | None = _absent_or_value("Agent server that ran the rollout.")
+    environment_server: str | None = _absent_or_value(
+        "Environment server that ran the row.", "_ng_environment_server"
+    )
+    result_type: str | None = _absent_or_value("Implementation type of the environment server.", "_ng_result_type")
+    episode_task_id: str | None = _absent_or_value(
+        "Task id of an environment-server episode reply.", "_ng_task_id"
+    )
+    failure_class: str | None = _absent_or_value(
+        "Failure class, e.g. `agent_run_error` or `environment_server_failed`.", "_ng_failure_class"
+    )
+    failure_terminal: bool | None = _absent_or_value(
+        "Whether the failure must not be retried.", "_ng_failure_terminal"
+    )
+    # NeMo Gym writes these three even when it has no value for them.
+    failure_message: str | None = Field(default=None, alias="_ng_failure_message", description="Failure message.")
+    failure_stage: str | None = Field(
+        default=None, alias="_ng_failure_stage", description="Stage in which the environment failed."
+    )
+    failure_partial_response: dict[str, Any] | None = _absent_or_value(
+        "What the environment produced before failing.", "_ng_failure_partial_response"
+    )
+    failure_type: str | None = _absent_or_value("Exception class of a failed `/run` call.", "_ng_failure_type")
+    failure_http_status: int | None = Field(
+        default=None, alias="_ng_failure_http_status", description="HTTP status of a failed `/run` call."
+    )
+    failure_response_body: str | None = Field(
+        default=None, alias="_ng_failure_response_body", description="Size-limited body of a failed `/run` call."
+    )
+    no_persist: bool | None = _absent_or_value("Whether the row is kept out of the main output.", "_ng_no_persist")
+    dispatch_drained: bool | None = _absent_or_value(
+        "Whether the dispatch was drained without a result.", "_ng_dispatch_drained"
+    )
+    resolved: bool | None = Field(default=None, description="Whether the task was resolved; becomes turn resolution.")
+    task_id: Any = Field(default=None, description="Task id echoed by the agent; first source of the trajectory's.")
+    problem_id: Any = Field(default=None, description="Second source of the trajectory's task id.")
+    instance_id: Any = Field(default=None, description="Third source of the trajectory's task id.")
+    ng_model_call_capture: ModelCallCapture | None = _absent_or_value("Captured model calls of the rollout.")
+    ng_agent_observations: AgentObservationBundle | None = _absent_or_value(
+        "What the agent harness observed, joined to the capture by the collector."
+    )
+    ng_trajectory: TrajectoryRecord | None = _absent_or_value(
+        "The row's stated trajectory: the builder's output, or the producer's own."
+    )
+    ng_verifier_invocations: VerifierInvocations | None = _absent_or_value(
+        "Verifier invocations and the model calls they own."
+    )
+    ng_perf: dict[str, Any] | None = _absent_or_value("Per-rollout performance summary derived from `ng_trajectory`.")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _reject_null(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is None and cls.model_fields[info.field_name].json_schema_extra is _drop_null:
+            raise ValueError("must not be null; leave the key out instead")
+        return value
