@@ -68,7 +68,7 @@ class ModelCallRef(ObservationModel):
     model_ref: ModelServerRef | None = Field(default=None, description="Model server that served the call.")
     response_id: str | None = Field(
         default=None,
-        description="Protocol response id (`resp_…`, `chatcmpl-…`, `msg_…`); joins only together with `model_ref`.",
+        description="Protocol response id (`resp_…`, `chatcmpl-…`, `msg_…`); joins only with `model_ref`.",
     )
 
     @model_validator(mode="after")

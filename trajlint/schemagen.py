@@ -1,0 +1,199 @@
+"""Generate the JSON Schemas in `schemas/` from the contract models (`trajlint schema --write`).
+
+The models are the single source of truth; the committed schema files are their published form,
+and a test keeps the two from drifting apart. The generator shapes pydantic's output for a linter:
+nullable simple types as `"type": [..., "null"]` and the record union as `if`/`then` on `kind`, so a
+validation error points at the offending key instead of at a failed `anyOf`/`oneOf`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
+
+from trajlint.contract import (
+    AgentObservationBundle,
+    ModelCallCapture,
+    ModelCallRef,
+    ModelServerRef,
+    ObservationGap,
+    RolloutRow,
+    TrajectoryRecord,
+    VerifierInvocations,
+)
+
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+# The reserved .invalid TLD: these identifiers name the schemas but can never be fetched.
+BASE_URI = "https://trajlint.invalid/schemas/"
+
+COMMON_FILE = "common.schema.json"
+COMMON_MODELS = (ModelServerRef, ModelCallRef, ObservationGap)
+
+# Section file name -> (root model, title); the row references each section by its file.
+SECTIONS: dict[str, tuple[type, str]] = {
+    "model-call-capture.schema.json": (ModelCallCapture, "NeMo Gym captured model calls (ng_model_call_capture)"),
+    "agent-observations.schema.json": (AgentObservationBundle, "NeMo Gym agent observations (ng_agent_observations)"),
+    "trajectory.schema.json": (TrajectoryRecord, "NeMo Gym trajectory record 1.0 (ng_trajectory)"),
+    "verifier-invocations.schema.json": (VerifierInvocations, "Verifier invocations (ng_verifier_invocations)"),
+}
+ROW_FILE = "rollout-row.schema.json"
+ROW_TITLE = "NeMo Gym rollout row"
+COMMON_TITLE = "trajlint shared definitions"
+COMMON_DESCRIPTION = "Definitions shared by the trajlint schemas: model server and model call references, gaps."
+
+_COMPOSITION_KEYS = {"$ref", "anyOf", "oneOf", "allOf", "not", "if"}
+# Keywords whose values are instance data, never subschemas: a "$ref" key inside them is not a reference.
+_DATA_KEYWORDS = {"const", "enum", "default", "examples"}
+
+
+def _admits_null(schema: JsonSchemaValue) -> bool:
+    if not schema or schema.get("type") == "null":
+        return True
+    types = schema.get("type")
+    if isinstance(types, list) and "null" in types:
+        return True
+    if None in schema.get("enum", ()) or ("const" in schema and schema["const"] is None):
+        return True
+    return any(_admits_null(branch) for branch in [*schema.get("anyOf", []), *schema.get("oneOf", [])])
+
+
+class _LinterSchemaGenerator(GenerateJsonSchema):
+    def nullable_schema(self, schema: core_schema.NullableSchema) -> JsonSchemaValue:
+        inner = self.generate_inner(schema["schema"])
+        if not isinstance(inner.get("type"), str) or _COMPOSITION_KEYS & inner.keys():
+            return super().nullable_schema(schema)
+        merged = dict(inner, type=[inner["type"], "null"])
+        if "const" in merged:
+            merged["enum"] = [merged.pop("const")]
+        if "enum" in merged:
+            merged["enum"] = [*merged["enum"], None]
+        return merged
+
+    def tagged_union_schema(self, schema: core_schema.TaggedUnionSchema) -> JsonSchemaValue:
+        tag = schema["discriminator"]
+        if not isinstance(tag, str):
+            return super().tagged_union_schema(schema)
+        branches = []
+        for value, choice in schema["choices"].items():
+            condition = {"type": "object", "required": [tag], "properties": {tag: {"const": value}}}
+            branches.append({"if": condition, "then": self.generate_inner(choice)})
+        return {
+            "type": "object",
+            "required": [tag],
+            "properties": {tag: {"enum": list(schema["choices"])}},
+            "allOf": branches,
+        }
+
+    def default_schema(self, schema: core_schema.WithDefaultSchema) -> JsonSchemaValue:
+        json_schema = super().default_schema(schema)
+        # A None default on a key that may not be null only marks the key optional; don't advertise it.
+        if json_schema.get("default", ...) is None and not _admits_null(json_schema):
+            del json_schema["default"]
+        return json_schema
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        # Titles derived from field names repeat the key; the descriptions carry the meaning.
+        return False
+
+
+def _pydantic_schema(model: type) -> JsonSchemaValue:
+    return TypeAdapter(model).json_schema(schema_generator=_LinterSchemaGenerator)
+
+
+def _refs(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str):
+                yield value
+            elif key not in _DATA_KEYWORDS:
+                yield from _refs(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _refs(item)
+
+
+def _rewrite_refs(node: Any, targets: dict[str, str]) -> Any:
+    if isinstance(node, dict):
+        return {
+            key: (
+                targets.get(value, value)
+                if key == "$ref"
+                else value if key in _DATA_KEYWORDS else _rewrite_refs(value, targets)
+            )
+            for key, value in node.items()
+        }
+    if isinstance(node, list):
+        return [_rewrite_refs(item, targets) for item in node]
+    return node
+
+
+def _prune_defs(schema: JsonSchemaValue) -> JsonSchemaValue:
+    """Drop definitions nothing in this file refers to any more (they now live in other files)."""
+    defs = schema.pop("$defs", {})
+    keep: set[str] = set()
+    pending = list(_refs(schema))
+    while pending:
+        ref = pending.pop()
+        name = ref.removeprefix("#/$defs/")
+        if ref.startswith("#/$defs/") and name in defs and name not in keep:
+            keep.add(name)
+            pending.extend(_refs(defs[name]))
+    if keep:
+        schema["$defs"] = {name: defs[name] for name in defs if name in keep}
+    return schema
+
+
+def _link(schema: JsonSchemaValue, file_name: str) -> JsonSchemaValue:
+    """Point references to shared definitions and to other sections at their own files."""
+    targets = {f"#/$defs/{model.__name__}": f"{COMMON_FILE}#/$defs/{model.__name__}" for model in COMMON_MODELS}
+    for section_file, (model, _) in SECTIONS.items():
+        if section_file != file_name:
+            targets[f"#/$defs/{model.__name__}"] = section_file
+    return _prune_defs(_rewrite_refs(schema, targets))
+
+
+def _document(file_name: str, title: str, body: JsonSchemaValue) -> dict[str, Any]:
+    """Put the identifying keys first; the description stays the root model's docstring."""
+    rest = {key: value for key, value in body.items() if key not in ("title", "description")}
+    header = {"$schema": DIALECT, "$id": BASE_URI + file_name, "title": title, "description": body["description"]}
+    return header | rest
+
+
+def _common() -> dict[str, Any]:
+    defs: dict[str, Any] = {}
+    for model in COMMON_MODELS:
+        schema = _pydantic_schema(model)
+        defs.update(schema.pop("$defs", {}))
+        defs[model.__name__] = schema
+    return _document(COMMON_FILE, COMMON_TITLE, {"description": COMMON_DESCRIPTION, "$defs": defs})
+
+
+def generate() -> dict[str, dict]:
+    """Every packaged contract schema, by file name, in a stable order."""
+    schemas = {COMMON_FILE: _common()}
+    schemas[ROW_FILE] = _document(ROW_FILE, ROW_TITLE, _link(_pydantic_schema(RolloutRow), ROW_FILE))
+    for file_name, (model, title) in SECTIONS.items():
+        schemas[file_name] = _document(file_name, title, _link(_pydantic_schema(model), file_name))
+    return schemas
+
+
+def dump(schema: dict) -> str:
+    """The exact text a schema file holds."""
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+def write(directory: Path) -> list[Path]:
+    """Write every generated schema into `directory`; returns the paths written."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for file_name, schema in generate().items():
+        path = directory / file_name
+        path.write_text(dump(schema), encoding="utf-8")
+        written.append(path)
+    return written
