@@ -433,7 +433,7 @@ def _row(**fields: Any) -> dict[str, Any]:
 def test_row_keeps_agent_result_keys():
     row = RolloutRow.model_validate(_row(reward=1.0, task_id=7, _ng_rollout_id="abc.1", _ng_attempt_index=2))
     assert row.model_extra == {"reward": 1.0}
-    assert (row.task_id, row.rollout_id, row.attempt_index) == (7, "abc.1", 2)
+    assert (row.task_id, row.explicit_rollout_id, row.attempt_index) == (7, "abc.1", 2)
     assert row.model_dump(exclude_none=True)["_ng_rollout_id"] == "abc.1"
 
 

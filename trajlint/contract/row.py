@@ -55,7 +55,7 @@ class RolloutRow(BaseModel):
     attempt_index: NonNegativeInt | None = _absent_or_value(
         "Retry attempt; present only if the input row had it.", "_ng_attempt_index"
     )
-    rollout_id: Annotated[str, Field(pattern=ROLLOUT_ID_PATTERN)] | None = _absent_or_value(
+    explicit_rollout_id: Annotated[str, Field(pattern=ROLLOUT_ID_PATTERN)] | None = _absent_or_value(
         "Explicit capture key; present only if the input row had it.", "_ng_rollout_id"
     )
     agent_ref: AgentRef | None = _absent_or_value("Agent server that ran the rollout.")
