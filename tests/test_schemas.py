@@ -31,6 +31,7 @@ CONTRACT_FILES = [
     "agent-observations.schema.json",
     "trajectory.schema.json",
     "verifier-invocations.schema.json",
+    "report.schema.json",
 ]
 POLICY = {"type": "responses_api_models", "name": "policy_model"}
 

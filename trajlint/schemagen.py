@@ -27,6 +27,7 @@ from trajlint.contract import (
     TrajectoryRecord,
     VerifierInvocations,
 )
+from trajlint.report.model import ReportDocument
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 # The reserved .invalid TLD: these identifiers name the schemas but can never be fetched.
@@ -43,6 +44,9 @@ SECTIONS: dict[str, tuple[type, str]] = {
     "verifier-invocations.schema.json": (VerifierInvocations, "Verifier invocations (ng_verifier_invocations)"),
 }
 ROW_FILE = "rollout-row.schema.json"
+# trajlint's own output contract, versioned with the report's `schema_version`.
+REPORT_FILE = "report.schema.json"
+REPORT_TITLE = "trajlint JSON report"
 ROW_TITLE = "NeMo Gym rollout row"
 COMMON_TITLE = "trajlint shared definitions"
 COMMON_DESCRIPTION = "Definitions shared by the trajlint schemas: model server and model call references, gaps."
@@ -180,6 +184,7 @@ def generate() -> dict[str, dict]:
     schemas[ROW_FILE] = _document(ROW_FILE, ROW_TITLE, _link(_pydantic_schema(RolloutRow), ROW_FILE))
     for file_name, (model, title) in SECTIONS.items():
         schemas[file_name] = _document(file_name, title, _link(_pydantic_schema(model), file_name))
+    schemas[REPORT_FILE] = _document(REPORT_FILE, REPORT_TITLE, _pydantic_schema(ReportDocument))
     return schemas
 
 

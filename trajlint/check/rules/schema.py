@@ -31,7 +31,8 @@ def _section_errors(key: str, schema: str, value: Any) -> Iterator[Violation]:
 @row_rule("row-schema", reads=["row"])
 def row_schema(subject: Subject) -> Iterator[Violation]:
     """The row envelope: identity and collector keys, with the sections left to their own rules."""
-    envelope = {k: v for k, v in subject.row.items() if k not in SECTION_EVIDENCE}
+    # A null section stays in the envelope: the row schema says to leave the key out instead.
+    envelope = {k: v for k, v in subject.row.items() if k not in SECTION_EVIDENCE or v is None}
     for error in schemas.validator("rollout-row").iter_errors(envelope):
         for path, _keyword, message in describe(error, "row"):
             yield Violation(pointer(path), message)
