@@ -63,6 +63,13 @@ def show(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def got(value: Any) -> str:
+    """The "got ..." part of a message: the JSON type, and the value when it is a scalar."""
+    if value is None or isinstance(value, (dict, list)):
+        return json_type(value) if value or value is None else show(value)
+    return f"{json_type(value)} {show(value)}"
+
+
 def _types_phrase(types: str | Sequence[str]) -> str:
     names = [types] if isinstance(types, str) else list(types)
     words = [_TYPE_NAMES.get(t, t) for t in names]
@@ -108,7 +115,7 @@ def describe(error: Any, section: str) -> Iterator[tuple[list[str | int], str, s
     where = _field(path, section)
 
     if keyword == "type":
-        yield path, keyword, f"{where} must be {_types_phrase(expected)}, got {json_type(value)} {show(value)}".rstrip()
+        yield path, keyword, f"{where} must be {_types_phrase(expected)}, got {got(value)}"
     elif keyword == "required":
         for name in expected:
             if isinstance(value, dict) and name not in value:
@@ -141,7 +148,7 @@ def describe(error: Any, section: str) -> Iterator[tuple[list[str | int], str, s
     elif keyword in ("anyOf", "oneOf"):
         types = _single_types(expected)
         if types is not None:
-            yield path, keyword, f"{where} must be {_types_phrase(types)}, got {json_type(value)} {show(value)}".rstrip()
+            yield path, keyword, f"{where} must be {_types_phrase(types)}, got {got(value)}"
         elif _required_sets(expected):
             ways = " or ".join(" and ".join(f"`{k}`" for k in keys) for keys in _required_sets(expected))
             yield path, keyword, f"{where} must carry {ways} (non-empty), got {show(value, 120)}"

@@ -19,15 +19,12 @@ def finding_line(f: Finding) -> str:
 
 
 def summary_line(summary: dict[str, Any]) -> str:
-    scope = f"{_plural(summary['rows'], 'row')} in {_plural(summary['files'], 'file')}"
+    rows, files = _plural(summary["rows"], "row"), _plural(summary["files"], "file")
     if not summary["findings"]:
-        return f"All checks passed: {scope}."
+        return f"All checks passed: {rows} in {files}."
     sev = summary["by_severity"]
-    counts = (
-        f"{_plural(sev['error'], 'error')}, {_plural(sev['warning'], 'warning')} "
-        f"and {_plural(sev['info'], 'info')}"
-    )
-    return f"Found {_plural(summary['findings'], 'finding')} ({counts}) in {scope}."
+    counts = ", ".join(_plural(sev[s], s) for s in ("error", "warning", "info"))
+    return f"Found {_plural(summary['findings'], 'finding')} in {rows} of {files}: {counts}."
 
 
 def render(findings: list[Finding], summary: dict[str, Any]) -> Iterator[str]:
