@@ -6,6 +6,7 @@ import gzip
 import io
 import os
 import random
+import struct
 import threading
 import tracemalloc
 import zlib
@@ -379,7 +380,7 @@ def as_tuples(items: list) -> list:
 @pytest.mark.parametrize("encode, suffix", [(lambda d: d, ""), (gz, ".gz"), (zst, ".zst")])
 def test_chunk_boundaries_never_change_the_lines(tmp_path, monkeypatch, chunk_bytes, encode, suffix):
     monkeypatch.setattr(read, "_CHUNK_BYTES", chunk_bytes)
-    monkeypatch.setattr(read, "_ZSTD_FEED_BYTES", max(chunk_bytes, 3))
+    monkeypatch.setattr(read, "_ZSTD_READ_BYTES", chunk_bytes)
     generator = random.Random(chunk_bytes)
     parts = []
     for _ in range(300):
@@ -472,6 +473,68 @@ def test_truncated_zstd_yields_lines_before_then_unreadable(tmp_path):
     decoded = zstandard.ZstdDecompressor().decompressobj().decompress(cut)
     items = read_all([str(path)])
     assert_prefix_then_unreadable(items, path, data, decoded, "zstd stream ends inside a frame (truncated)")
+
+
+def zstd_frames_of_every_layout() -> list[bytes]:
+    """Frames whose headers and blocks differ: checksum, skippable frame, RLE blocks, raw blocks,
+    no content size, empty frame."""
+    noise = random.Random(3).randbytes(3000)
+    return [
+        zst(b'{"a":1}\n' * 40, write_checksum=True),
+        struct.pack("<II", 0x184D2A5A, 5) + b"skip!",
+        zst(b" " * 300_000, level=1),  # RLE blocks
+        zst(noise, level=1),  # a raw block
+        zst(b'{"b":2}\n' * 40, write_content_size=False),
+        zst(b""),
+    ]
+
+
+def frame_ends(frames: list[bytes]) -> set[int]:
+    ends, position = {0}, 0
+    for frame in frames:
+        position += len(frame)
+        ends.add(position)
+    return ends
+
+
+def zstd_layout_says_truncated(data: bytes) -> bool:
+    frames = read._ZstdFrames(io.BytesIO(data))
+    while frames.read(7):  # small reads: headers straddle reads
+        pass
+    return frames.truncated
+
+
+def test_zstd_frame_layout_is_followed_to_every_possible_cut():
+    frames = zstd_frames_of_every_layout()
+    stream = b"".join(frames)
+    ends = frame_ends(frames)
+    for cut in range(len(stream) + 1):
+        assert zstd_layout_says_truncated(stream[:cut]) == (cut not in ends), cut
+
+
+def test_zstd_frame_with_a_dictionary_id_is_followed():
+    samples = [b"row %d %s" % (i, b"alpha" * (i % 7)) for i in range(2000)]
+    dictionary = zstandard.train_dictionary(2048, samples)
+    frame = zstandard.ZstdCompressor(dict_data=dictionary).compress(b"row 5 alphaalpha\n" * 10)
+    assert frame[4] & 3  # the descriptor announces a dictionary id
+    for cut in range(len(frame) + 1):
+        assert zstd_layout_says_truncated(frame[:cut]) == (cut not in (0, len(frame))), cut
+
+
+def test_zstd_cut_between_frames_is_complete_and_inside_a_frame_is_truncated(tmp_path):
+    frames = zstd_frames_of_every_layout()
+    stream = b"".join(frames)
+    ends = sorted(frame_ends(frames))
+    cuts = set(ends) | {end + 1 for end in ends[:-1]} | {end - 1 for end in ends[1:]}
+    cuts |= {(start + end) // 2 for start, end in zip(ends, ends[1:])}
+    for cut in sorted(cuts):
+        path = write(tmp_path / f"cut{cut}.jsonl.zst", stream[:cut])
+        items = read_all([str(path)])
+        problems = [item for item in items if isinstance(item, Unreadable)]
+        if cut in ends:
+            assert problems == [], cut
+        else:
+            assert problems == [items[-1]] and items[-1].reason == "zstd stream ends inside a frame (truncated)", cut
 
 
 def test_corrupt_gzip_is_unreadable_not_an_exception(tmp_path):
