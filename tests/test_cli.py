@@ -154,3 +154,10 @@ def test_internal_error_exits_2_without_traceback(tmp_path):
     assert proc.returncode == 2
     assert proc.stdout.count("TL901 internal-error") == 3
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_no_rollout_files_warns_and_passes(tmp_path):
+    (tmp_path / "notes.txt").write_text("not a rollout")
+    result = CliRunner().invoke(main, ["check", str(tmp_path)])
+    assert result.exit_code == 0
+    assert "no rollout files found" in result.stderr

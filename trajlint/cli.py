@@ -100,6 +100,8 @@ def check(paths: tuple[str, ...], output_format: str, max_row_bytes: int) -> Non
         from trajlint.report import text
 
         _write(text.render(result.findings, summary(result)))
+    if result.files == 0 and not result.findings:
+        click.echo("trajlint: warning: no rollout files found under the given paths", err=True)
     if result.internal_errors:
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if any(f.severity == "error" for f in result.findings) else EXIT_CLEAN)
