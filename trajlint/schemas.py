@@ -113,3 +113,17 @@ def validator(name: str) -> Draft202012Validator:
 @cache
 def _validator(short_name: str) -> Draft202012Validator:
     return Draft202012Validator(_load(short_name), registry=registry())
+
+
+def part_validator(ref: str) -> Draft202012Validator:
+    """A validator for one part of a packaged schema, e.g. `trajectory.schema.json#/$defs/TrajectoryTurn`.
+
+    The build uses these to keep the valid items of a section whose whole fails validation.
+    """
+    return _part_validator(ref)
+
+
+@cache
+def _part_validator(ref: str) -> Draft202012Validator:
+    base = _load(names()[0])["$id"].rsplit("/", 1)[0] + "/"
+    return Draft202012Validator({"$ref": urljoin(base, ref)}, registry=registry())

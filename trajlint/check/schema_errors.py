@@ -14,6 +14,8 @@ import re
 
 import orjson
 
+from trajlint.pointer import escape, pointer  # noqa: F401  (re-exported for the rules)
+
 _TYPE_NAMES = {
     "object": "an object",
     "array": "an array",
@@ -23,15 +25,6 @@ _TYPE_NAMES = {
     "boolean": "a boolean",
     "null": "null",
 }
-
-
-def escape(token: str | int) -> str:
-    return str(token).replace("~", "~0").replace("/", "~1")
-
-
-def pointer(parts: Iterable[str | int]) -> str:
-    """RFC 6901 pointer for a path of object keys and array indices."""
-    return "".join("/" + escape(p) for p in parts)
 
 
 def json_type(value: Any) -> str:

@@ -1,0 +1,157 @@
+"""Read a row's evidence sections into items the build can trust.
+
+NeMo Gym validates a section as a whole and drops all of it for one bad record. trajlint keeps
+what validates: a section that passes its schema is taken whole (the fast path for clean data);
+otherwise each item is checked on its own, the valid ones are kept and the others are listed as
+excluded, with their pointers, for the rules to see.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from trajlint import schemas
+from trajlint.pointer import child
+
+STATED = "ng_trajectory"
+OBSERVATIONS = "ng_agent_observations"
+CAPTURE = "ng_model_call_capture"
+VERIFIERS = "ng_verifier_invocations"
+
+_GAP = "common.schema.json#/$defs/ObservationGap"
+_PARTS = {
+    "invocations": "trajectory.schema.json#/$defs/AgentInvocation",
+    "turns": "trajectory.schema.json#/$defs/TrajectoryTurn",
+    "model_calls": "trajectory.schema.json#/$defs/TrajectoryModelCall",
+    "tool_calls": "trajectory.schema.json#/$defs/TrajectoryToolCall",
+    "gaps": _GAP,
+}
+_RECORD = "agent-observations.schema.json#/properties/records/items"
+_VERIFIER = "verifier-invocations.schema.json#/$defs/VerifierInvocation"
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    pointer: str
+    data: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Evidence:
+    """The usable parts of one row, each item with the pointer where it stands."""
+
+    stated: bool = False  # the row carries an `ng_trajectory` object: its turns take precedence
+    stated_valid: bool = False  # ... and NeMo Gym would accept it whole
+    stated_ids: tuple[Any, Any] = (None, None)  # its task_id and rollout_id as written
+    stated_parts: dict[str, list[Item]] = field(default_factory=dict)
+    observations: bool = False
+    observations_valid: bool = False
+    records: list[Item] = field(default_factory=list)
+    record_claims: list[Item] = field(default_factory=list)  # every dict record, valid or not
+    observation_gaps: list[Item] = field(default_factory=list)
+    capture_calls: list[Item] = field(default_factory=list)  # every dict call (projection is defensive)
+    capture_gaps: list[Item] = field(default_factory=list)
+    invalid_capture_gaps: int = 0
+    verifiers: list[Item] = field(default_factory=list)  # every dict verifier invocation
+    excluded: list[str] = field(default_factory=list)  # pointers of items left out of the build
+
+
+def _valid(ref: str, value: Any) -> bool:
+    return schemas.part_validator(ref).is_valid(value)
+
+
+def _items(base: str, values: Any, ref: str | None, whole_valid: bool, excluded: list[str]) -> list[Item]:
+    if not isinstance(values, list):
+        return []
+    kept = []
+    for index, value in enumerate(values):
+        ptr = child(base, index)
+        if isinstance(value, dict) and (whole_valid or ref is None or _valid(ref, value)):
+            kept.append(Item(ptr, value))
+        else:
+            excluded.append(ptr)
+    return kept
+
+
+def _duplicates(values: list[Any]) -> bool:
+    counts = Counter(v for v in values if v)
+    return any(n > 1 for n in counts.values())
+
+
+def _record_invariants_hold(stated: dict[str, Any]) -> bool:
+    """NeMo Gym's TrajectoryRecord validators, which JSON Schema cannot express."""
+    invocations = [i.get("invocation_id") for i in stated.get("invocations", []) if isinstance(i, dict)]
+    calls = [c.get("model_call_id") for c in stated.get("model_calls", []) if isinstance(c, dict)]
+    turns = [t for t in stated.get("turns", []) if isinstance(t, dict)]
+    if len(set(invocations)) != len(invocations) or _duplicates(calls):
+        return False
+    keys = [(t.get("invocation_id"), t.get("turn_no")) for t in turns]
+    if len(set(keys)) != len(keys):
+        return False
+    identity = (stated.get("task_id"), stated.get("rollout_id"))
+    return all((t.get("task_id"), t.get("rollout_id")) == identity for t in turns)
+
+
+def _bundle_invariants_hold(records: list[Item]) -> bool:
+    """Unique invocation ids and an acyclic parent graph, as NeMo Gym's bundle requires."""
+    parents: dict[Any, Any] = {}
+    for item in records:
+        if item.data.get("kind") == "agent_invocation":
+            key = item.data.get("invocation_id")
+            if key in parents:
+                return False
+            parents[key] = item.data.get("parent_invocation_id")
+    for start in parents:
+        seen, node = set(), start
+        while node in parents and node is not None:
+            if node in seen:
+                return False
+            seen.add(node)
+            node = parents[node]
+    return True
+
+
+def read(row: dict[str, Any]) -> Evidence:
+    ev = Evidence()
+    excluded = ev.excluded
+
+    stated = row.get(STATED)
+    if isinstance(stated, dict):
+        ev.stated = True
+        whole = schemas.validator("trajectory").is_valid(stated)
+        ev.stated_valid = whole and _record_invariants_hold(stated)
+        ev.stated_ids = (stated.get("task_id"), stated.get("rollout_id"))
+        for part, ref in _PARTS.items():
+            ev.stated_parts[part] = _items(child("", STATED, part), stated.get(part), ref, whole, excluded)
+
+    bundle = row.get(OBSERVATIONS)
+    if isinstance(bundle, dict):
+        ev.observations = True
+        whole = schemas.validator("agent-observations").is_valid(bundle)
+        base = child("", OBSERVATIONS, "records")
+        records = bundle.get("records")
+        if isinstance(records, list):
+            ev.record_claims = [Item(child(base, i), r) for i, r in enumerate(records) if isinstance(r, dict)]
+        ev.records = _items(base, records, _RECORD, whole, excluded)
+        ev.observations_valid = whole and _bundle_invariants_hold(ev.records)
+        ev.observation_gaps = _items(child("", OBSERVATIONS, "gaps"), bundle.get("gaps"), _GAP, whole, excluded)
+
+    capture = row.get(CAPTURE)
+    if isinstance(capture, dict):
+        ev.capture_calls = _items(child("", CAPTURE, "calls"), capture.get("calls"), None, True, excluded)
+        gaps = capture.get("gaps")
+        if isinstance(gaps, list):
+            for index, gap in enumerate(gaps):
+                if isinstance(gap, dict) and _valid(_GAP, gap):
+                    ev.capture_gaps.append(Item(child("", CAPTURE, "gaps", index), gap))
+                elif isinstance(gap, dict):
+                    # NeMo Gym keeps a trace of it as `model_call_capture_gap_invalid`.
+                    ev.invalid_capture_gaps += 1
+                    excluded.append(child("", CAPTURE, "gaps", index))
+
+    verifiers = row.get(VERIFIERS)
+    if isinstance(verifiers, list):
+        ev.verifiers = [Item(child("", VERIFIERS, i), v) for i, v in enumerate(verifiers) if isinstance(v, dict)]
+    return ev

@@ -1,0 +1,127 @@
+"""Project captured calls (`ng_model_call_capture.calls[]`) into trajectory model calls.
+
+Projection reads each field through a type guard, so one malformed value becomes null (and is
+reported by the rules that read the capture) instead of failing the call or the whole build.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+METADATA_KEYS = (
+    "response_id",
+    "model_ref",
+    "model",
+    "dialect",
+    "status_code",
+    "response_status",
+    "finish_reason",
+    "upstream_attempted",
+    "response_source",
+    "upstream_status_code",
+    "local_response_reason",
+    "error_category",
+    "latency_ttft_ms",
+)
+TOKEN_SOURCES = (
+    ("prompt_tokens", "tokens_in"),
+    ("completion_tokens", "tokens_out"),
+    ("reasoning_tokens", "tokens_reasoning"),
+    ("total_tokens", "tokens_total"),
+    ("cached_tokens", "cached_tokens"),
+)
+CALL_KEYS = ("model_call_id", "started_at", "completed_at", "duration_ms", "request", "response")
+
+
+def nonnegative_int(value: Any) -> int | None:
+    """A count NeMo Gym accepts: a JSON integer (not a boolean) ≥ 0; anything else is unknown."""
+    return value if type(value) is int and value >= 0 else None
+
+
+def _number(value: Any, *, nonnegative: bool = False) -> float | int | None:
+    if type(value) in (int, float) and (not nonnegative or value >= 0):
+        return value
+    return None
+
+
+def _string(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _int(value: Any) -> int | None:
+    return value if type(value) is int else None
+
+
+def _bool(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _model_ref(value: Any) -> dict[str, str] | None:
+    if isinstance(value, dict) and value.get("type") == "responses_api_models" and isinstance(value.get("name"), str):
+        return {"type": value["type"], "name": value["name"]}
+    return None
+
+
+def _response_source(value: Any) -> str | None:
+    return value if value in ("upstream", "local") else None
+
+
+_METADATA_GUARDS = {
+    "response_id": _string,
+    "model_ref": _model_ref,
+    "model": _string,
+    "dialect": _string,
+    "status_code": _int,
+    "response_status": _string,
+    "finish_reason": _string,
+    "upstream_attempted": _bool,
+    "response_source": _response_source,
+    "upstream_status_code": _int,
+    "local_response_reason": _string,
+    "error_category": _string,
+    "latency_ttft_ms": lambda v: _number(v, nonnegative=True),
+}
+
+
+def empty_metadata() -> dict[str, Any]:
+    return dict.fromkeys(METADATA_KEYS)
+
+
+def empty_token_stats() -> dict[str, Any]:
+    return {name: None for name, _ in TOKEN_SOURCES}
+
+
+def project_call(call: dict[str, Any]) -> dict[str, Any]:
+    """The `TrajectoryModelCall` a captured call projects to (all keys present, nulls included)."""
+    metadata = {key: guard(call.get(key)) for key, guard in _METADATA_GUARDS.items()}
+    request = call.get("request")
+    response = call.get("response")
+    if metadata["response_status"] is None and isinstance(response, dict):
+        metadata["response_status"] = _string(response.get("status"))
+    return {
+        "model_call_id": _string(call.get("model_call_id")),
+        "started_at": _number(call.get("started_at")),
+        "completed_at": _number(call.get("completed_at")),
+        "duration_ms": _number(call.get("latency_total_ms"), nonnegative=True),
+        "request": request if request is not None else call.get("request_raw"),
+        "response": response if response is not None else call.get("response_raw"),
+        "response_metadata": metadata,
+        "token_stats": {name: nonnegative_int(call.get(source)) for name, source in TOKEN_SOURCES},
+    }
+
+
+def merge_into(stated: dict[str, Any], projected: dict[str, Any]) -> dict[str, Any]:
+    """Capture wins where it has data; the stated call keeps what the capture lacks.
+
+    A persisted row's capture has its payloads stripped; they survive here from the stated
+    trajectory, which is what makes rebuilding a persisted row reproduce it.
+    """
+    merged = dict(stated)
+    for part in ("response_metadata", "token_stats"):
+        base = dict(stated.get(part) or {})
+        base.update({k: v for k, v in projected[part].items() if v is not None})
+        merged[part] = base
+    for key in CALL_KEYS:
+        if projected[key] is not None:
+            merged[key] = projected[key]
+    return merged
