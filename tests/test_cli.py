@@ -27,7 +27,7 @@ def test_clean_example_passes():
 
 
 def test_broken_example_fails_with_findings():
-    result = invoke("check", str(EXAMPLES / "broken.jsonl"))
+    result = invoke("check", "--output-format", "concise", str(EXAMPLES / "broken.jsonl"))
     assert result.exit_code == 1
     lines = result.output.splitlines()
     assert lines[-1].startswith("Found ")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -16,6 +16,12 @@ from trajlint import __version__
 
 DEFAULT_MAX_ROW_BYTES = 256 * 1024 * 1024
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class Failure(click.ClickException):
+    """A problem with the invocation, the configuration or the environment, not with the data."""
+
+    exit_code = EXIT_ERROR
 
 
 def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -44,13 +50,6 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")(wrapper)
 
 
-def _write(chunks: Iterable[str]) -> None:
-    out = sys.stdout
-    for chunk in chunks:
-        out.write(chunk)
-    out.flush()
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, "-V", "--version", prog_name="trajlint")
 def main() -> None:
@@ -62,14 +61,32 @@ def main() -> None:
     """
 
 
+def _outputs(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[Any]:
+    from trajlint.report.formats import DEFAULT, Output
+
+    try:
+        return [Output.parse(value) for value in values] or [Output(DEFAULT)]
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+
+
 @main.command()
 @click.argument("paths", nargs=-1)
 @click.option(
     "--output-format",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="text: one line per finding and a summary; json: the documented report document.",
+    "outputs",
+    multiple=True,
+    metavar="FORMAT[:PATH]",
+    callback=_outputs,
+    help="full (default; alias text), concise, json, jsonl, sarif, github or junit. Repeat to "
+    "write several reports in one run; FORMAT:PATH writes that one to a file. At most one "
+    "goes to standard output.",
+)
+@click.option(
+    "-o",
+    "--output-file",
+    metavar="PATH",
+    help="Write the report that would go to standard output to this file instead.",
 )
 @click.option(
     "--max-row-bytes",
@@ -79,32 +96,55 @@ def main() -> None:
     help="Lines longer than this are reported (row-too-large) and skipped, never loaded.",
 )
 @_guarded
-def check(paths: tuple[str, ...], output_format: str, max_row_bytes: int) -> None:
+def check(paths: tuple[str, ...], outputs: list[Any], output_file: str | None, max_row_bytes: int) -> None:
     """Lint rollout files.
 
     PATHS are files, directories (searched recursively for *.jsonl, *.jsonl.gz, *.jsonl.zst),
     globs, or - for standard input; a *.json file named here holds one row. Default: the
     current directory.
     """
+    import dataclasses
+    import os
+
     from trajlint.check.engine import load_rules, run
     from trajlint.read import iter_sources
-    from trajlint.report.document import document, summary
+    from trajlint.report import document, outputs as report_outputs
+
+    if output_file is not None:
+        outputs = [dataclasses.replace(o, path=output_file) if o.path is None else o for o in outputs]
+    sources = list(iter_sources(list(paths) or ["."]))
+    inputs = [source.path for source in sources]
+    problem = report_outputs.problem(outputs, inputs)
+    if problem:
+        raise click.UsageError(problem)
 
     rules = load_rules()
-    result = run(iter_sources(list(paths) or ["."]), rules, max_row_bytes=max_row_bytes)
-    if output_format == "json":
-        from trajlint.report import json as json_report
-
-        _write(json_report.render(document(result)))
-    else:
-        from trajlint.report import text
-
-        _write(text.render(result.findings, summary(result)))
+    result = run(sources, rules, max_row_bytes=max_row_bytes)
+    report = document.build(result, rules.values(), files=inputs, root=os.getcwd())
+    for output in outputs:
+        try:
+            report_outputs.write(report, output, sys.stdout)
+        except OSError as exc:
+            raise Failure(f"cannot write {output.path}: {exc.strerror or exc}") from None
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary and any(o.format == "github" for o in outputs):
+        try:
+            report_outputs.append_step_summary(report, step_summary)
+        except OSError as exc:
+            click.echo(f"trajlint: warning: cannot write the step summary {step_summary}: {exc}", err=True)
+    if not any(o.path is None for o in outputs):
+        click.echo(text_summary(report), err=True)
     if result.files == 0 and not result.findings:
         click.echo("trajlint: warning: no rollout files found under the given paths", err=True)
     if result.internal_errors:
         sys.exit(EXIT_ERROR)
-    sys.exit(EXIT_FINDINGS if any(f.severity == "error" for f in result.findings) else EXIT_CLEAN)
+    sys.exit(EXIT_FINDINGS if any(f.severity == "error" for f in report.findings) else EXIT_CLEAN)
+
+
+def text_summary(report: Any) -> str:
+    from trajlint.report.text import summary_line
+
+    return summary_line(report.summary)
 
 
 @main.command()

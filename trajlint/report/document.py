@@ -1,25 +1,30 @@
 """The report as one JSON-ready document: `schema_version`, `findings`, `summary`.
 
-Every machine format is derived from this document, so they cannot disagree on the numbers.
-The shape is described by `schemas/report.schema.json` and versioned by `SCHEMA_VERSION`.
+Every machine format is derived from the same findings and summary, so they cannot disagree on
+the numbers. The shape is described by `schemas/report.schema.json` (generated from
+`report/model.py`) and versioned by `SCHEMA_VERSION`.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from trajlint import __version__
 from trajlint.check.engine import Result
-from trajlint.findings import SEVERITIES
+from trajlint.findings import SEVERITIES, Finding
+from trajlint.report.context import Report, rule_infos
 
 SCHEMA_VERSION = "1.0"
 
 
-def summary(result: Result) -> dict[str, Any]:
-    by_severity = Counter(f.severity for f in result.findings)
+def summary(result: Result, findings: Sequence[Finding] | None = None) -> dict[str, Any]:
+    """Counts for `findings` (default: all of the result's) and the run's coverage."""
+    findings = result.findings if findings is None else findings
+    by_severity = Counter(f.severity for f in findings)
     by_rule: dict[str, dict[str, Any]] = {}
-    for finding in result.findings:
+    for finding in findings:
         entry = by_rule.setdefault(
             finding.code, {"name": finding.name, "severity": finding.severity, "count": 0}
         )
@@ -28,7 +33,7 @@ def summary(result: Result) -> dict[str, Any]:
         "files": result.files,
         "lines": result.lines,
         "rows": result.rows,
-        "findings": len(result.findings),
+        "findings": len(findings),
         "by_severity": {s: by_severity.get(s, 0) for s in SEVERITIES},
         "by_rule": dict(sorted(by_rule.items())),
         "rules": {
@@ -39,10 +44,29 @@ def summary(result: Result) -> dict[str, Any]:
     }
 
 
-def document(result: Result) -> dict[str, Any]:
+def build(
+    result: Result,
+    specs: Iterable[Any],
+    *,
+    findings: Sequence[Finding] | None = None,
+    files: Sequence[str] = (),
+    root: str = ".",
+) -> Report:
+    """The plain data every format renders: the findings that are reported and their summary."""
+    findings = result.findings if findings is None else findings
+    return Report(
+        findings=findings,
+        summary=summary(result, findings),
+        rules=rule_infos(specs),
+        files=tuple(files),
+        root=root,
+    )
+
+
+def document(report: Report) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "trajlint", "version": __version__},
-        "findings": [f.to_dict() for f in result.findings],
-        "summary": summary(result),
+        "findings": [f.to_dict() for f in report.findings],
+        "summary": report.summary,
     }

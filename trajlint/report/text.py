@@ -1,21 +1,30 @@
-"""Human output: one line per finding, then a one-line summary."""
+"""Human output: `full` (each finding with its details) and `concise` (one line per finding).
+
+Both end with the same one-line summary, so a reader of either knows the totals.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
 
-from trajlint.findings import Finding
+from trajlint.findings import Finding, Location
+from trajlint.report.context import Report
+
+_INDENT = "  "
 
 
 def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
 
 
+def place(path: str, line: int) -> str:
+    return f"{path}:{line}" if line else path
+
+
 def finding_line(f: Finding) -> str:
-    place = f"{f.path}:{f.line}" if f.line else f.path
     tail = f" [{f.pointer}]" if f.pointer else ""
-    return f"{place}: {f.code} {f.name} {f.message}{tail}"
+    return f"{place(f.path, f.line)}: {f.code} {f.name} {f.message}{tail}"
 
 
 def summary_line(summary: dict[str, Any]) -> str:
@@ -27,7 +36,36 @@ def summary_line(summary: dict[str, Any]) -> str:
     return f"Found {_plural(summary['findings'], 'finding')} in {rows} of {files}: {counts}."
 
 
-def render(findings: list[Finding], summary: dict[str, Any]) -> Iterator[str]:
-    for f in findings:
+def _related(loc: Location) -> str:
+    return place(loc.path, loc.line) + (f" {loc.pointer}" if loc.pointer else "")
+
+
+def _details(f: Finding) -> Iterator[str]:
+    yield f"severity: {f.severity}"
+    if f.pointer:
+        yield f"pointer: {f.pointer}"
+    if f.rollout is not None:
+        yield f"rollout: task_id={f.rollout.task_id!r} rollout_id={f.rollout.rollout_id!r}"
+    for loc in f.related:
+        yield f"related: {_related(loc)}"
+
+
+def _header(f: Finding) -> str:
+    # A message that spans lines keeps its later lines under the finding they belong to.
+    message = f.message.replace("\n", "\n" + _INDENT)
+    return f"{place(f.path, f.line)}: {f.code} {f.name} {message}"
+
+
+def render_full(report: Report) -> Iterator[str]:
+    for f in report.findings:
+        yield _header(f) + "\n"
+        for detail in _details(f):
+            yield f"{_INDENT}{detail}\n"
+        yield "\n"
+    yield summary_line(report.summary) + "\n"
+
+
+def render_concise(report: Report) -> Iterator[str]:
+    for f in report.findings:
         yield finding_line(f) + "\n"
-    yield summary_line(summary) + "\n"
+    yield summary_line(report.summary) + "\n"

@@ -1,0 +1,373 @@
+"""Every output format on the shipped examples, checked against what its consumer expects:
+SARIF against the official 2.1.0 schema, JUnit through an XML parser and junitparser, GitHub
+workflow commands with the toolkit's escaping and GitHub's annotation cap."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+from trajlint.check.engine import Result
+from trajlint.cli import main
+from trajlint.findings import Finding, Location, Rollout
+from trajlint.report import document, github, junit, sarif
+from trajlint.report.context import Report, RuleInfo
+from trajlint.report.formats import NAMES, Output
+
+from .conftest import EXAMPLES, ROOT
+
+SARIF_SCHEMA = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
+FORMATS = ("full", "concise", "json", "jsonl", "sarif", "github", "junit")
+
+
+def invoke(*args: str, env: dict[str, str] | None = None):
+    return CliRunner().invoke(main, ["check", *args], env=env, catch_exceptions=False)
+
+
+@pytest.fixture
+def in_root(monkeypatch):
+    """Run from the checkout, so examples/ paths are relative as they would be in CI."""
+    monkeypatch.chdir(ROOT)
+
+
+def _finding(n: int, severity: str = "error", message: str = "bad value", **kw) -> Finding:
+    fields = {
+        "code": "TL104",
+        "name": "trajectory-schema",
+        "severity": severity,
+        "message": message,
+        "path": "runs/a.jsonl",
+        "line": n,
+        "pointer": f"/ng_trajectory/turns/{n}/turn_no",
+        "fingerprint": f"{n:032x}",
+    }
+    return Finding(**(fields | kw))
+
+
+def _report(findings: list[Finding], files: tuple[str, ...] = ("runs/a.jsonl",)) -> Report:
+    rules = (RuleInfo("TL104", "trajectory-schema", "error", "error", "Summary.", "Rationale."),)
+    return Report(findings, document.summary(Result(findings=findings)), rules, files, root=".")
+
+
+# -- every format -------------------------------------------------------------------------
+
+
+def test_format_names():
+    assert set(FORMATS) | {"text"} == set(NAMES)
+    assert Output.parse("text") == Output("full")
+    assert Output.parse("sarif:out/x.sarif") == Output("sarif", "out/x.sarif")
+    for bad in ("xml", "sarif:"):
+        with pytest.raises(ValueError):
+            Output.parse(bad)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_each_format_exit_codes_and_determinism(in_root, fmt):
+    clean = invoke("--output-format", fmt, "examples/clean.jsonl")
+    assert clean.exit_code == 0, clean.output
+    first = invoke("--output-format", fmt, "examples/")
+    second = invoke("--output-format", fmt, "examples/")
+    assert first.exit_code == second.exit_code == 1
+    assert first.stdout_bytes == second.stdout_bytes
+    assert first.stdout_bytes
+
+
+def test_full_is_the_default_and_shows_details(in_root):
+    result = invoke("examples/broken.jsonl")
+    assert result.output == invoke("--output-format", "text", "examples/broken.jsonl").output
+    blocks = result.output.split("\n\n")
+    first = blocks[0].splitlines()
+    assert first[0] == "examples/broken.jsonl:1: TL102 capture-schema `tokens_in` must be ≥ 0, got -28"
+    assert "  pointer: /ng_model_call_capture/calls/0/tokens_in" in first
+    assert "  rollout: task_id='math-0017' rollout_id='10-0'" in first
+    duplicate = next(b for b in blocks if "TL401" in b)
+    assert "  related: examples/broken.jsonl:7" in duplicate.splitlines()
+    assert result.output.rstrip().splitlines()[-1].startswith("Found 8 findings")
+
+
+def test_concise_is_one_line_per_finding(in_root):
+    lines = invoke("--output-format", "concise", "examples/broken.jsonl").output.splitlines()
+    assert lines[0] == (
+        "examples/broken.jsonl:1: TL102 capture-schema `tokens_in` must be ≥ 0, got -28 "
+        "[/ng_model_call_capture/calls/0/tokens_in]"
+    )
+    assert len(lines) == 9
+
+
+def test_jsonl_is_one_finding_per_line_without_summary(in_root):
+    from trajlint import schemas
+
+    report_schema = schemas.load("report")
+    finding_schema = {"$ref": "#/$defs/Finding", "$defs": report_schema["$defs"]}
+    out = invoke("--output-format", "jsonl", "examples/").output
+    rows = [json.loads(line) for line in out.splitlines()]
+    doc = json.loads(invoke("--output-format", "json", "examples/").output)
+    assert rows == doc["findings"]
+    for row in rows:
+        jsonschema.validate(row, finding_schema)
+    assert invoke("--output-format", "jsonl", "examples/clean.jsonl").output == ""
+
+
+# -- SARIF --------------------------------------------------------------------------------
+
+
+def test_sarif_validates_against_the_official_schema(in_root):
+    result = invoke("--output-format", "sarif", "examples/", "examples/missing.jsonl")
+    log = json.loads(result.output)
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(log)
+    (run,) = log["runs"]
+    driver = run["tool"]["driver"]
+    assert driver["name"] == "trajlint" and driver["version"] and driver["informationUri"]
+    rule_ids = [rule["id"] for rule in driver["rules"]]
+    assert rule_ids == sorted(rule_ids) and "TL104" in rule_ids
+    for rule in driver["rules"]:
+        assert rule["shortDescription"]["text"] and rule["fullDescription"]["text"]
+        assert rule["help"]["markdown"] and rule["defaultConfiguration"]["level"] == "error"
+    doc = json.loads(invoke("--output-format", "json", "examples/", "examples/missing.jsonl").output)
+    assert len(run["results"]) == len(doc["findings"]) == 9
+    for res, finding in zip(run["results"], doc["findings"], strict=True):
+        assert rule_ids[res["ruleIndex"]] == res["ruleId"] == finding["code"]
+        assert res["level"] == "error"
+        assert res["partialFingerprints"] == {"trajlintFingerprint/v1": finding["fingerprint"]}
+        physical = res["locations"][0]["physicalLocation"]
+        assert physical["artifactLocation"] == {"uri": finding["path"], "uriBaseId": "%SRCROOT%"}
+        if finding["line"]:
+            assert physical["region"] == {"startLine": finding["line"]}
+        else:
+            assert "region" not in physical  # the whole file
+        if finding["pointer"]:
+            assert res["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] == finding["pointer"]
+        assert res["properties"].get("rollout") == finding["rollout"]
+    duplicate = next(r for r in run["results"] if r["ruleId"] == "TL401")
+    assert duplicate["relatedLocations"][0]["physicalLocation"]["region"]["startLine"] == 7
+
+
+def test_sarif_uri_is_relative_to_the_working_directory(tmp_path, monkeypatch):
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "r 1.jsonl").write_bytes(b"[1]\n")
+    monkeypatch.chdir(tmp_path / "runs")
+    log = json.loads(invoke("--output-format", "sarif", str(tmp_path / "runs" / "r 1.jsonl")).output)
+    location = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert location == {"uri": "r%201.jsonl", "uriBaseId": "%SRCROOT%"}
+    monkeypatch.chdir(tmp_path / "runs" / "..")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    log = json.loads(invoke("--output-format", "sarif", "../runs/r 1.jsonl").output)
+    location = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert location == {"uri": (tmp_path / "runs" / "r 1.jsonl").as_uri()}
+
+
+def test_sarif_levels_and_the_result_cap():
+    findings = [_finding(1, "info"), _finding(2, "warning"), _finding(3, "error"), _finding(4, "info")]
+    log = sarif.sarif_log(_report(findings), limit=2)
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(log)
+    run = log["runs"][0]
+    assert [(r["level"], r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in run["results"]] == [
+        ("warning", 2),
+        ("error", 3),
+    ]
+    (note,) = run["invocations"][0]["toolExecutionNotifications"]
+    assert note["message"]["text"].startswith("2 of 4 findings were left out")
+    assert run["properties"] == {"findings": 4, "leftOut": 2}
+    full = sarif.sarif_log(_report(findings))["runs"][0]
+    assert [r["level"] for r in full["results"]] == ["note", "warning", "error", "note"]
+    assert "toolExecutionNotifications" not in full["invocations"][0]
+    assert sarif.MAX_RESULTS == 25_000
+
+
+# -- GitHub -------------------------------------------------------------------------------
+
+
+def test_github_escaping_follows_the_toolkit():
+    assert github.escape_data("100% a:b,c\r\nd") == "100%25 a:b,c%0D%0Ad"
+    assert github.escape_property("100% a:b,c\r\nd") == "100%25 a%3Ab%2Cc%0D%0Ad"
+    finding = _finding(3, message="50% of: a, b\nnext", path="dir/we,ird:name.jsonl", pointer="")
+    (line, summary) = list(github.render(_report([finding])))
+    assert line == (
+        "::error file=dir/we%2Cird%3Aname.jsonl,line=3,title=trajlint TL104 trajectory-schema"
+        "::50%25 of: a, b%0Anext\n"
+    )
+    assert summary.startswith("Found 1 finding")
+
+
+def test_github_command_kinds_and_whole_file_findings():
+    lines = list(github.render(_report([_finding(0, "error"), _finding(1, "warning"), _finding(2, "info")])))
+    assert lines[0].startswith("::error file=runs/a.jsonl,title=")  # line 0: no line property
+    assert lines[1].startswith("::warning file=runs/a.jsonl,line=1,")
+    assert lines[2].startswith("::notice file=runs/a.jsonl,line=2,")
+
+
+def test_github_caps_annotations_per_kind_with_an_overflow_line():
+    findings = [_finding(n, "error") for n in range(1, 26)] + [_finding(n, "warning") for n in range(30, 33)]
+    lines = list(github.render(_report(findings)))
+    errors = [line for line in lines if line.startswith("::error")]
+    warnings = [line for line in lines if line.startswith("::warning")]
+    assert len(errors) == 10 and len(warnings) == 3
+    assert errors[-1].startswith("::error title=trajlint%3A 16 more error findings::16 more error findings")
+    assert "see the full report" in errors[-1]
+    assert lines[-1].startswith("Found 28 findings")
+
+
+def test_github_step_summary_is_appended(in_root, tmp_path):
+    summary_file = tmp_path / "summary.md"
+    summary_file.write_text("earlier step\n")
+    result = invoke("--output-format", "github", "examples/", env={"GITHUB_STEP_SUMMARY": str(summary_file)})
+    assert result.exit_code == 1
+    text = summary_file.read_text()
+    assert text.startswith("earlier step\n## trajlint\n")
+    assert "| error | 8 |" in text
+    assert "| TL104 | trajectory-schema | error | 2 |" in text
+    assert "| examples/broken.jsonl:1 | TL102 capture-schema |" in text
+    # Other formats leave the step summary alone.
+    invoke("--output-format", "concise", "examples/", env={"GITHUB_STEP_SUMMARY": str(summary_file)})
+    assert summary_file.read_text() == text
+
+
+def test_github_step_summary_stays_under_its_limit():
+    findings = [_finding(n, message="x|" * 500) for n in range(1, 200)]
+    text = github.step_summary(_report(findings))
+    assert "x\\|x" in text and text.count("\n| runs/a.jsonl:") == github.SUMMARY_FINDINGS
+    small = github.step_summary(_report(findings), limit=2000)
+    assert len(small.encode()) <= 2000 and "| TL104 | trajectory-schema |" in small
+
+
+# -- JUnit --------------------------------------------------------------------------------
+
+
+def test_junit_suite_per_file_case_per_rule(in_root):
+    out = invoke("--output-format", "junit", "examples/").output
+    root = ET.fromstring(out.encode())
+    assert root.tag == "testsuites" and root.get("errors") == "0"
+    suites = {suite.get("name"): suite for suite in root}
+    assert set(suites) == {"examples/broken.jsonl", "examples/clean.jsonl"}
+    clean = suites["examples/clean.jsonl"]
+    assert clean.get("failures") == "0" and int(clean.get("tests")) >= 10
+    assert all(len(case) == 0 for case in clean)  # every rule passed
+    broken = {case.get("classname"): case for case in suites["examples/broken.jsonl"]}
+    failure = broken["trajlint.TL104"].find("failure")
+    assert broken["trajlint.TL104"].get("name") == "trajectory-schema"
+    assert failure.get("message") == "2 findings" and failure.get("type") == "error"
+    assert failure.text.count("examples/broken.jsonl:3: TL104") == 2
+    assert broken["trajlint.TL101"].find("failure") is None
+    assert root.get("failures") == "5"
+    assert root.find(".//error") is None
+
+
+def test_junit_parses_with_junitparser(in_root, tmp_path):
+    junitparser = pytest.importorskip("junitparser")
+    path = tmp_path / "junit.xml"
+    assert invoke("--output-format", f"junit:{path}", "examples/").exit_code == 1
+    xml = junitparser.JUnitXml.fromfile(str(path))
+    suites = {suite.name: suite for suite in xml}
+    broken = suites["examples/broken.jsonl"]
+    assert broken.failures == 5
+    cases = {case.classname: case for case in broken}
+    assert not cases["trajlint.TL101"].result
+    (failure,) = cases["trajlint.TL002"].result
+    assert failure.message == "2 findings"
+
+
+def test_junit_lists_the_first_hundred_and_keeps_xml_well_formed():
+    findings = [_finding(n, message=f"bad \x00\x1b value {n} <&>") for n in range(1, 131)]
+    root = ET.fromstring("".join(junit.render(_report(findings))).encode())
+    (failure,) = root.iter("failure")
+    assert failure.get("message") == "130 findings"
+    lines = failure.text.splitlines()
+    assert len(lines) == 101 and lines[-1] == "30 more"
+    assert "bad \\u0000\\u001b value 1 <&>" in lines[0]
+
+
+# -- several outputs ----------------------------------------------------------------------
+
+
+def test_several_outputs_in_one_run(in_root, tmp_path):
+    sarif_path, junit_path, json_path = tmp_path / "t.sarif", tmp_path / "t.xml", tmp_path / "t.json"
+    result = invoke(
+        "--output-format", "concise",
+        "--output-format", f"sarif:{sarif_path}",
+        "--output-format", f"junit:{junit_path}",
+        "--output-format", f"json:{json_path}",
+        "examples/",
+    )
+    assert result.exit_code == 1
+    assert result.stdout == invoke("--output-format", "concise", "examples/").stdout
+    assert sarif_path.read_text() == invoke("--output-format", "sarif", "examples/").stdout
+    assert junit_path.read_text() == invoke("--output-format", "junit", "examples/").stdout
+    assert json.loads(json_path.read_text())["summary"]["findings"] == 8
+
+
+def test_output_file_option_and_files_only(in_root, tmp_path):
+    out = tmp_path / "report.json"
+    result = invoke("--output-format", "json", "-o", str(out), "examples/")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert json.loads(out.read_text())["summary"]["findings"] == 8
+    # With every report in a file, the summary still reaches the terminal (on stderr).
+    assert result.stderr.startswith("Found 8 findings")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--output-format", "json", "--output-format", "sarif"),
+        ("--output-format", "json:{out}", "--output-format", "sarif:{out}"),
+        ("--output-format", "jsonl:{input}",),
+        ("--output-format", "jsonl", "-o", "{input}"),
+    ],
+    ids=["two-to-stdout", "same-file-twice", "output-is-input", "output-file-is-input"],
+)
+def test_output_conflicts_are_usage_errors(tmp_path, args):
+    data = (EXAMPLES / "broken.jsonl").read_bytes()
+    target = tmp_path / "rows.jsonl"
+    target.write_bytes(data)
+    filled = [a.format(out=tmp_path / "o.txt", input=target) for a in args]
+    result = CliRunner().invoke(main, ["check", *filled, str(tmp_path)])
+    assert result.exit_code == 2
+    assert target.read_bytes() == data
+    assert not (tmp_path / "o.txt").exists()
+
+
+def test_unwritable_output_is_reported_without_traceback(in_root, tmp_path):
+    result = CliRunner().invoke(
+        main, ["check", "--output-format", f"json:{tmp_path / 'no' / 'dir' / 'r.json'}", "examples/clean.jsonl"]
+    )
+    assert result.exit_code == 2
+    assert "cannot write" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_report_relative_paths(tmp_path):
+    report = Report([], {}, (), root=str(tmp_path))
+    assert report.relative(str(tmp_path / "a" / "b.jsonl")) == "a/b.jsonl"
+    assert report.relative("-") == "-"
+    assert report.relative(str(tmp_path.parent / "x.jsonl")) is None
+
+
+def test_related_locations_in_every_format():
+    finding = _finding(
+        5,
+        related=(Location("runs/b.jsonl", 9, "/ng_trajectory"),),
+        rollout=Rollout("t-1", "r-1"),
+    )
+    report = _report([finding])
+    full = "".join(document_renderer("full")(report))
+    assert "  related: runs/b.jsonl:9 /ng_trajectory" in full
+    assert "  rollout: task_id='t-1' rollout_id='r-1'" in full
+    log = sarif.sarif_log(report)
+    related = log["runs"][0]["results"][0]["relatedLocations"][0]
+    assert related["physicalLocation"]["artifactLocation"]["uri"] == "runs/b.jsonl"
+    assert related["logicalLocations"][0]["fullyQualifiedName"] == "/ng_trajectory"
+
+
+def document_renderer(name: str):
+    from trajlint.report.formats import renderer
+
+    return renderer(name)
+
+
+def test_sarif_for_stdin():
+    report = _report([_finding(1, path="-")], files=("-",))
+    log = sarif.sarif_log(report)
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(log)
+    assert log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "-"

@@ -1,0 +1,82 @@
+"""JUnit XML, for CI dashboards: a suite per input file, a test case per rule.
+
+Every rule that ran appears in every file's suite, so a clean rule shows up as a passing test
+and a dashboard tracks each rule over time. A failing case holds one `<failure>` (Jenkins keeps
+only one) whose message counts the findings and whose text lists the first of them.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from collections.abc import Iterator
+
+from trajlint.findings import Finding, severity_rank
+from trajlint.report.context import Report
+from trajlint.report.text import finding_line
+
+#: Findings listed in a failure's text; the rest are counted.
+LISTED = 100
+
+# Characters XML 1.0 cannot carry at all, not even escaped; data-derived text may hold them.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml(text: str) -> str:
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _failure(case: ET.Element, findings: list[Finding]) -> None:
+    worst = min((f.severity for f in findings), key=severity_rank)
+    noun = "finding" if len(findings) == 1 else "findings"
+    lines = [finding_line(f) for f in findings[:LISTED]]
+    if len(findings) > LISTED:
+        lines.append(f"{len(findings) - LISTED:,} more")
+    failure = ET.SubElement(case, "failure", message=f"{len(findings):,} {noun}", type=worst)
+    failure.text = _xml("\n".join(lines) + "\n")
+
+
+def tree(report: Report) -> ET.Element:
+    by_file: dict[str, dict[str, list[Finding]]] = defaultdict(lambda: defaultdict(list))
+    for f in report.findings:
+        by_file[f.path][f.code].append(f)
+    names = {info.code: info.name for info in report.rules}
+    for f in report.findings:
+        names.setdefault(f.code, f.name)
+    evaluated = [
+        code
+        for code, coverage in report.summary.get("rules", {}).items()
+        if coverage.get("evaluated", 0)
+    ]
+    files = list(dict.fromkeys([*report.files, *by_file]))
+    root = ET.Element("testsuites", name="trajlint")
+    total_tests = total_failures = 0
+    for path in files:
+        found = by_file.get(path, {})
+        codes = sorted({*evaluated, *found})
+        suite = ET.SubElement(root, "testsuite", name=_xml(path))
+        failures = 0
+        for code in codes:
+            case = ET.SubElement(suite, "testcase", classname=f"trajlint.{code}", name=_xml(names.get(code, code)))
+            if code in found:
+                failures += 1
+                _failure(case, found[code])
+        suite.set("tests", str(len(codes)))
+        suite.set("failures", str(failures))
+        suite.set("errors", "0")
+        suite.set("skipped", "0")
+        total_tests += len(codes)
+        total_failures += failures
+    root.set("tests", str(total_tests))
+    root.set("failures", str(total_failures))
+    root.set("errors", "0")
+    root.set("skipped", "0")
+    return root
+
+
+def render(report: Report) -> Iterator[str]:
+    root = tree(report)
+    ET.indent(root)
+    yield '<?xml version="1.0" encoding="UTF-8"?>\n'
+    yield ET.tostring(root, encoding="unicode") + "\n"

@@ -1,0 +1,64 @@
+"""Writing the reports of one run: each to its file or to standard output.
+
+The rule that trajlint never writes to what it reads is enforced here, before any report is
+written: an output naming an input file is refused, as is a file named by two outputs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import TextIO
+
+from trajlint.report.context import Report
+from trajlint.report.formats import Output, renderer
+
+
+def _same_file(a: str, b: str) -> bool:
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def problem(outputs: Sequence[Output], inputs: Iterable[str]) -> str | None:
+    """Why these outputs cannot be written, or None. Checked before anything is read."""
+    to_stdout = [o.format for o in outputs if o.path is None]
+    if len(to_stdout) > 1:
+        return (
+            f"{len(to_stdout)} outputs go to standard output ({', '.join(to_stdout)}); "
+            "give all but one a file, e.g. --output-format sarif:trajlint.sarif"
+        )
+    paths = [o.path for o in outputs if o.path is not None]
+    for i, path in enumerate(paths):
+        if any(_same_file(path, other) for other in paths[:i]):
+            return f"two outputs write to {path}"
+    named = [p for p in inputs if p != "-"]
+    for path in paths:
+        clash = next((p for p in named if _same_file(path, p)), None)
+        if clash is not None:
+            return f"output file {path} is also an input ({clash}); trajlint never writes to its inputs"
+    return None
+
+
+def write(report: Report, output: Output, stdout: TextIO) -> None:
+    """Render `report` into the output's file (replacing it) or onto `stdout`."""
+    chunks = renderer(output.format)(report)
+    if output.path is None:
+        for chunk in chunks:
+            stdout.write(chunk)
+        stdout.flush()
+        return
+    with open(output.path, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as handle:
+        for chunk in chunks:
+            handle.write(chunk)
+
+
+def append_step_summary(report: Report, path: str) -> None:
+    """Add the markdown summary to GitHub's step summary file (the file other steps share)."""
+    from trajlint.report.github import step_summary
+
+    with open(path, "a", encoding="utf-8", newline="\n") as handle:
+        handle.write(step_summary(report))
