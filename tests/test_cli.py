@@ -161,3 +161,91 @@ def test_no_rollout_files_warns_and_passes(tmp_path):
     result = CliRunner().invoke(main, ["check", str(tmp_path)])
     assert result.exit_code == 0
     assert "no rollout files found" in result.stderr
+
+
+# -- thresholds -----------------------------------------------------------------------------
+
+
+def test_exit_status_policy():
+    from trajlint.findings import Finding
+    from trajlint.report.status import exit_status
+
+    def f(severity):
+        return Finding("TL104", "trajectory-schema", severity, "m", "a.jsonl", 1, "")
+
+    assert exit_status([]) == 0
+    assert exit_status([f("warning"), f("info")]) == 0
+    assert exit_status([f("warning")], fail_level="warning") == 1
+    assert exit_status([f("info")], fail_level="warning") == 0
+    assert exit_status([f("info")], fail_level="info") == 1
+    assert exit_status([f("error")], exit_zero=True) == 0
+    assert exit_status([], internal_errors=1, exit_zero=True) == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        ((), 1),
+        (("--fail-level", "error"), 1),
+        (("--fail-level", "warning"), 1),
+        (("--fail-level", "info"), 1),
+        (("--exit-zero",), 0),
+        (("--quiet",), 1),
+        (("--statistics",), 1),
+        (("--fail-level", "nope"), 2),
+    ],
+)
+def test_threshold_flags_on_the_broken_example(args, code):
+    result = CliRunner().invoke(main, ["check", *args, str(EXAMPLES / "broken.jsonl")])
+    assert result.exit_code == code, result.output
+
+
+@pytest.mark.parametrize("args", [(), ("--fail-level", "info"), ("--exit-zero",), ("--quiet",)])
+def test_threshold_flags_on_the_clean_example(args):
+    assert invoke("check", *args, str(EXAMPLES / "clean.jsonl")).exit_code == 0
+
+
+def test_quiet_shows_only_the_summary_but_files_are_complete(tmp_path):
+    out = tmp_path / "r.jsonl"
+    result = invoke("check", "--quiet", "--output-format", "concise", "--output-format", f"jsonl:{out}", str(EXAMPLES))
+    assert result.exit_code == 1
+    assert result.output == "Found 8 findings in 7 rows of 2 files: 8 errors, 0 warnings, 0 infos.\n"
+    assert len(out.read_text().splitlines()) == 8
+
+
+def test_statistics_text_and_json():
+    text = invoke("check", "--statistics", str(EXAMPLES)).output.splitlines()
+    assert text[0] == "2  TL002  invalid-json"
+    assert text[-1] == "1  TL102  capture-schema"
+    assert len(text) == 5
+    rows = json.loads(invoke("check", "--statistics", "--output-format", "json", str(EXAMPLES)).output)
+    assert rows[0] == {"code": "TL002", "name": "invalid-json", "severity": "error", "count": 2}
+    assert sum(r["count"] for r in rows) == 8
+    clean = invoke("check", "--statistics", str(EXAMPLES / "clean.jsonl"))
+    assert clean.output.startswith("All checks passed")
+
+
+def test_show_files_lists_and_exits_zero(tmp_path):
+    (tmp_path / "b.jsonl").write_text("[]\n")
+    (tmp_path / "a.jsonl.gz").write_bytes(b"")
+    (tmp_path / "notes.txt").write_text("x")
+    result = CliRunner().invoke(main, ["check", "--show-files", str(tmp_path), str(tmp_path / "gone.jsonl")])
+    assert result.exit_code == 0
+    assert result.stdout.splitlines() == [str(tmp_path / "a.jsonl.gz"), str(tmp_path / "b.jsonl")]
+    assert "gone.jsonl" in result.stderr
+
+
+@pytest.mark.slow
+def test_real_process_threshold_flags(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def status(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "trajlint", "check", *args, str(EXAMPLES / "broken.jsonl")],
+            capture_output=True, env=env, cwd=tmp_path,
+        ).returncode
+
+    assert status("--output-format", "concise") == 1
+    assert status("--exit-zero") == 0
+    assert status("--fail-level", "warning", "--quiet") == 1
+    assert status("--output-format", "json", "--output-format", "sarif") == 2

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from trajlint import __version__
+from trajlint.findings import SEVERITIES
 
 DEFAULT_MAX_ROW_BYTES = 256 * 1024 * 1024
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -95,8 +96,33 @@ def _outputs(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
     show_default=True,
     help="Lines longer than this are reported (row-too-large) and skipped, never loaded.",
 )
+@click.option(
+    "--fail-level",
+    type=click.Choice(SEVERITIES),
+    default="error",
+    show_default=True,
+    help="Exit 1 when a finding is at or above this severity.",
+)
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even with findings (an internal error still exits 2).")
+@click.option(
+    "--statistics",
+    is_flag=True,
+    help="Show how many findings each rule produced instead of the findings themselves.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Show only the summary on standard output (files are unchanged).")
+@click.option("--show-files", is_flag=True, help="List the files that would be checked, and exit.")
 @_guarded
-def check(paths: tuple[str, ...], outputs: list[Any], output_file: str | None, max_row_bytes: int) -> None:
+def check(
+    paths: tuple[str, ...],
+    outputs: list[Any],
+    output_file: str | None,
+    max_row_bytes: int,
+    fail_level: str,
+    exit_zero: bool,
+    statistics: bool,
+    quiet: bool,
+    show_files: bool,
+) -> None:
     """Lint rollout files.
 
     PATHS are files, directories (searched recursively for *.jsonl, *.jsonl.gz, *.jsonl.zst),
@@ -107,13 +133,21 @@ def check(paths: tuple[str, ...], outputs: list[Any], output_file: str | None, m
     import os
 
     from trajlint.check.engine import load_rules, run
-    from trajlint.read import iter_sources
-    from trajlint.report import document, outputs as report_outputs
+    from trajlint.read import Unreadable, iter_sources
+    from trajlint.report import document, formats, outputs as report_outputs
+    from trajlint.report.status import exit_status
 
     if output_file is not None:
         outputs = [dataclasses.replace(o, path=output_file) if o.path is None else o for o in outputs]
     sources = list(iter_sources(list(paths) or ["."]))
     inputs = [source.path for source in sources]
+    if show_files:
+        for source in sources:
+            if isinstance(source, Unreadable):
+                click.echo(f"trajlint: warning: {source.path}: {source.reason}", err=True)
+            else:
+                click.echo(source.path)
+        return
     problem = report_outputs.problem(outputs, inputs)
     if problem:
         raise click.UsageError(problem)
@@ -121,9 +155,14 @@ def check(paths: tuple[str, ...], outputs: list[Any], output_file: str | None, m
     rules = load_rules()
     result = run(sources, rules, max_row_bytes=max_row_bytes)
     report = document.build(result, rules.values(), files=inputs, root=os.getcwd())
+
+    stdout_format = next((o.format for o in outputs if o.path is None), None)
+    console = formats.console(stdout_format, statistics=statistics, quiet=quiet)
+    if console is not None and stdout_format is None:
+        outputs = [*outputs, formats.Output("concise")]
     for output in outputs:
         try:
-            report_outputs.write(report, output, sys.stdout)
+            report_outputs.write(report, output, sys.stdout, console if output.path is None else None)
         except OSError as exc:
             raise Failure(f"cannot write {output.path}: {exc.strerror or exc}") from None
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
@@ -132,13 +171,15 @@ def check(paths: tuple[str, ...], outputs: list[Any], output_file: str | None, m
             report_outputs.append_step_summary(report, step_summary)
         except OSError as exc:
             click.echo(f"trajlint: warning: cannot write the step summary {step_summary}: {exc}", err=True)
-    if not any(o.path is None for o in outputs):
+    if console is None:
         click.echo(text_summary(report), err=True)
     if result.files == 0 and not result.findings:
         click.echo("trajlint: warning: no rollout files found under the given paths", err=True)
-    if result.internal_errors:
-        sys.exit(EXIT_ERROR)
-    sys.exit(EXIT_FINDINGS if any(f.severity == "error" for f in report.findings) else EXIT_CLEAN)
+    sys.exit(
+        exit_status(
+            report.findings, fail_level=fail_level, internal_errors=result.internal_errors, exit_zero=exit_zero
+        )
+    )
 
 
 def text_summary(report: Any) -> str:

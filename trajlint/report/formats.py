@@ -50,3 +50,24 @@ class Output:
         if sep and not path:
             raise ValueError(f"{spec!r} names no file after the colon")
         return cls(ALIASES.get(name, name), path or None)
+
+
+def _summary_only(report: Report) -> Iterator[str]:
+    from trajlint.report.text import summary_line
+
+    yield summary_line(report.summary) + "\n"
+
+
+def console(name: str | None, *, statistics: bool = False, quiet: bool = False) -> Renderer | None:
+    """What standard output shows for the format sent there (None: no format was).
+
+    `--statistics` replaces the report with counts by rule (a JSON list for the JSON formats);
+    `--quiet` replaces it with the summary line. Reports written to files are never changed.
+    """
+    if statistics:
+        from trajlint.report import statistics as stats
+
+        return stats.render_json if name in ("json", "jsonl") else stats.render_text
+    if name is None:
+        return None
+    return _summary_only if quiet else renderer(name)

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import TextIO
 
 from trajlint.report.context import Report
-from trajlint.report.formats import Output, renderer
+from trajlint.report.formats import Output, Renderer, renderer
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -43,9 +43,9 @@ def problem(outputs: Sequence[Output], inputs: Iterable[str]) -> str | None:
     return None
 
 
-def write(report: Report, output: Output, stdout: TextIO) -> None:
+def write(report: Report, output: Output, stdout: TextIO, render: Renderer | None = None) -> None:
     """Render `report` into the output's file (replacing it) or onto `stdout`."""
-    chunks = renderer(output.format)(report)
+    chunks = (render or renderer(output.format))(report)
     if output.path is None:
         for chunk in chunks:
             stdout.write(chunk)

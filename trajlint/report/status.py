@@ -1,0 +1,20 @@
+"""The exit status of a run, following ruff: 0 clean, 1 findings at or above the fail level,
+2 when trajlint itself failed (an internal error), which `--exit-zero` never hides."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from trajlint.findings import Finding, severity_rank
+
+CLEAN, FINDINGS, ERROR = 0, 1, 2
+
+
+def exit_status(
+    findings: Iterable[Finding], *, fail_level: str = "error", internal_errors: int = 0, exit_zero: bool = False
+) -> int:
+    if internal_errors:
+        return ERROR
+    threshold = severity_rank(fail_level)
+    failing = any(severity_rank(f.severity) <= threshold for f in findings)
+    return FINDINGS if failing and not exit_zero else CLEAN
