@@ -248,4 +248,6 @@ def test_real_process_threshold_flags(tmp_path):
     assert status("--output-format", "concise") == 1
     assert status("--exit-zero") == 0
     assert status("--fail-level", "warning", "--quiet") == 1
+    assert status("--select", "TL9") == 0
+    assert status("--select", "TL9x") == 2
     assert status("--output-format", "json", "--output-format", "sarif") == 2

@@ -111,6 +111,15 @@ def _outputs(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
 )
 @click.option("-q", "--quiet", is_flag=True, help="Show only the summary on standard output (files are unchanged).")
 @click.option("--show-files", is_flag=True, help="List the files that would be checked, and exit.")
+@click.option(
+    "--select",
+    multiple=True,
+    metavar="SELECTORS",
+    help="Run only these rules: codes (TL104), code prefixes (TL1), names (trajectory-schema) or "
+    "ALL; comma-separated, repeatable.",
+)
+@click.option("--extend-select", multiple=True, metavar="SELECTORS", help="Run these rules as well.")
+@click.option("--ignore", multiple=True, metavar="SELECTORS", help="Do not run these rules.")
 @_guarded
 def check(
     paths: tuple[str, ...],
@@ -122,6 +131,9 @@ def check(
     statistics: bool,
     quiet: bool,
     show_files: bool,
+    select: tuple[str, ...],
+    extend_select: tuple[str, ...],
+    ignore: tuple[str, ...],
 ) -> None:
     """Lint rollout files.
 
@@ -152,7 +164,17 @@ def check(
     if problem:
         raise click.UsageError(problem)
 
-    rules = load_rules()
+    from trajlint.check import select as selection
+
+    cli_layer = selection.Layer(
+        select=selection.split(select) if select else None,
+        extend_select=selection.split(extend_select),
+        ignore=selection.split(ignore),
+    )
+    try:
+        rules = selection.rule_set(load_rules(), [cli_layer])
+    except selection.SelectorError as exc:
+        raise Failure(str(exc)) from None
     result = run(sources, rules, max_row_bytes=max_row_bytes)
     report = document.build(result, rules.values(), files=inputs, root=os.getcwd())
 
