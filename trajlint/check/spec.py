@@ -15,8 +15,8 @@ from typing import Any, Protocol
 from trajlint.findings import Location, Rollout
 
 #: Evidence a rule may read. "file": a path that was opened or failed to open; "line": a
-#: non-blank physical line; "row": a line that parsed to a JSON object; the others: that section
-#: of the row is present and not null.
+#: non-blank physical line; "row": a line that parsed to a JSON object (its build, `subject.build`,
+#: is then available too); the others: that section of the row is present and not null.
 EVIDENCE: frozenset[str] = frozenset(
     {"file", "line", "row", "capture", "observations", "trajectory", "verifiers"}
 )
@@ -49,10 +49,20 @@ class Subject:
     value: Any = None
     problem: Any = None
     rollout: Rollout | None = None
+    _build: Any = None
 
     @property
     def row(self) -> dict[str, Any]:
         return self.value
+
+    @property
+    def build(self) -> Any:
+        """The row's built trajectory and ownership ledger, built once, on first use."""
+        if self._build is None:
+            from trajlint.build import build
+
+            self._build = build(self.value)
+        return self._build
 
     def location(self, pointer: str = "") -> Location:
         return Location(self.path, self.line, pointer)
