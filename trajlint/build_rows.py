@@ -1,0 +1,64 @@
+"""The `trajlint build` job: every parseable row with its built trajectory and ownership ledger.
+
+It reuses the read stage and the input rules of the check stage, so a line it cannot build is
+reported exactly as `trajlint check` reports it (on standard error), and left out.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import IO
+
+import orjson
+
+from trajlint.build import build
+from trajlint.check.engine import Engine, RuleSpec, subjects
+from trajlint.findings import Finding
+from trajlint.read import Source, Unreadable
+
+
+@dataclass(slots=True)
+class BuildResult:
+    rows: int = 0
+    failures: list[Finding] = field(default_factory=list)
+    internal_errors: int = 0
+
+
+def same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+def write_builds(
+    sources: Iterable[Source | Unreadable],
+    input_rules: Sequence[RuleSpec],
+    out: IO[bytes],
+    internal_error: RuleSpec | None = None,
+    *,
+    max_row_bytes: int,
+    trajectory_only: bool = False,
+) -> BuildResult:
+    """Write one JSONL line per buildable row to `out`; return what could not be built."""
+    result = BuildResult()
+    engine = Engine(list(input_rules), internal_error)
+    for subject in subjects(sources, max_row_bytes):
+        if "row" in subject.evidence:
+            built = build(subject.value)
+            if trajectory_only:
+                document = built.trajectory
+            else:
+                document = dict(subject.value)
+                document["ng_trajectory"] = built.trajectory
+                document["trajlint"] = built.trajlint_section()
+            out.write(orjson.dumps(document) + b"\n")
+            result.rows += 1
+        else:
+            engine.visit(subject)
+    finished = engine.finish()
+    result.failures = finished.findings
+    result.internal_errors = finished.internal_errors
+    return result
