@@ -10,9 +10,13 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import sys
 import time
+from pathlib import Path
 
 import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 
 
 def parse_only(path: str) -> int:
