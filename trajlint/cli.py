@@ -15,7 +15,6 @@ import click
 from trajlint import __version__
 from trajlint.findings import SEVERITIES
 
-DEFAULT_MAX_ROW_BYTES = 256 * 1024 * 1024
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
@@ -71,8 +70,105 @@ def _outputs(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
         raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
 
+def _lint_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Options shared by every command that lints: configuration, rule selection, limits."""
+    options = [
+        click.argument("paths", nargs=-1),
+        click.option(
+            "--config",
+            "config_file",
+            metavar="PATH",
+            help="Use this configuration file (pyproject.toml or trajlint.toml) instead of the nearest one.",
+        ),
+        click.option("--isolated", is_flag=True, help="Ignore every configuration file."),
+        click.option(
+            "--select",
+            multiple=True,
+            metavar="SELECTORS",
+            help="Run only these rules: codes (TL104), code prefixes (TL1), names "
+            "(trajectory-schema) or ALL; comma-separated, repeatable.",
+        ),
+        click.option("--extend-select", multiple=True, metavar="SELECTORS", help="Run these rules as well."),
+        click.option("--ignore", multiple=True, metavar="SELECTORS", help="Do not run these rules."),
+        click.option(
+            "--profile",
+            metavar="NAME",
+            help="Severity profile: latest (default) or nemo-gym-0.7 (what NeMo Gym 0.7.0 accepts).",
+        ),
+        click.option(
+            "--max-row-bytes",
+            type=click.IntRange(min=1),
+            help="Lines longer than this are reported (row-too-large) and skipped, never loaded. "
+            "[default: 268435456]",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _lint_setup(
+    options: dict[str, Any], overrides: dict[str, Any]
+) -> tuple[Any, dict[str, Any], dict[str, Any], list[Any]]:
+    """(configuration file, resolved settings, the rules this run uses, per-file ignores).
+
+    A bad configuration file, profile or rule selector ends the command here with exit 2,
+    before anything is read.
+    """
+    from trajlint import config
+    from trajlint.check import select as selection
+    from trajlint.check.engine import load_rules
+
+    if options["isolated"] and options["config_file"]:
+        raise click.UsageError("--isolated reads no configuration file; leave out --config")
+    if options["profile"] is not None and options["profile"] not in selection.PROFILES:
+        raise click.BadParameter(
+            f"{options['profile']!r} is not one of {', '.join(selection.PROFILES)}", param_hint="--profile"
+        )
+    cli = {
+        key: selection.split(options[key.replace("-", "_")]) if options[key.replace("-", "_")] else None
+        for key in ("select", "extend-select", "ignore")
+    }
+    try:
+        found = config.find(options["config_file"], isolated=options["isolated"])
+        settings = config.resolve(
+            found, {"profile": options["profile"], "max-row-bytes": options["max_row_bytes"], **overrides}
+        )
+        every_rule = load_rules()
+        layers = [
+            selection.Layer(
+                select=found.values.get("select"),
+                extend_select=found.values.get("extend-select", ()),
+                ignore=found.values.get("ignore", ()),
+                origin={key: found.where(key) for key in ("select", "extend-select", "ignore")},
+            ),
+            selection.Layer(cli["select"], cli["extend-select"] or (), cli["ignore"] or ()),
+        ]
+        rules = selection.rule_set(
+            every_rule,
+            layers,
+            profile=settings["profile"].value,
+            severity=settings["severity"].value,
+            severity_origin=found.where("severity"),
+        )
+        ignores = [
+            selection.FileIgnore.parse(pattern, selectors, every_rule, found.directory, found.where("per-file-ignores"))
+            for pattern, selectors in settings["per-file-ignores"].value.items()
+        ]
+    except (config.ConfigError, selection.SelectorError) as exc:
+        raise Failure(str(exc)) from None
+    if options.get("show_settings"):
+        for line in config.show(found, settings, cli):
+            click.echo(line)
+        click.echo(f"rules = {len(rules)} selected")
+        for row in selection.describe(rules):
+            click.echo(f"  {row['code']}  {row['name']:<28} {row['severity']}")
+        sys.exit(EXIT_CLEAN)
+    return found, settings, rules, ignores
+
+
 @main.command()
-@click.argument("paths", nargs=-1)
+@_lint_options
 @click.option(
     "--output-format",
     "outputs",
@@ -90,18 +186,9 @@ def _outputs(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
     help="Write the report that would go to standard output to this file instead.",
 )
 @click.option(
-    "--max-row-bytes",
-    type=click.IntRange(min=1),
-    default=DEFAULT_MAX_ROW_BYTES,
-    show_default=True,
-    help="Lines longer than this are reported (row-too-large) and skipped, never loaded.",
-)
-@click.option(
     "--fail-level",
     type=click.Choice(SEVERITIES),
-    default="error",
-    show_default=True,
-    help="Exit 1 when a finding is at or above this severity.",
+    help="Exit 1 when a finding is at or above this severity. [default: error]",
 )
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even with findings (an internal error still exits 2).")
 @click.option(
@@ -111,29 +198,18 @@ def _outputs(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
 )
 @click.option("-q", "--quiet", is_flag=True, help="Show only the summary on standard output (files are unchanged).")
 @click.option("--show-files", is_flag=True, help="List the files that would be checked, and exit.")
-@click.option(
-    "--select",
-    multiple=True,
-    metavar="SELECTORS",
-    help="Run only these rules: codes (TL104), code prefixes (TL1), names (trajectory-schema) or "
-    "ALL; comma-separated, repeatable.",
-)
-@click.option("--extend-select", multiple=True, metavar="SELECTORS", help="Run these rules as well.")
-@click.option("--ignore", multiple=True, metavar="SELECTORS", help="Do not run these rules.")
+@click.option("--show-settings", is_flag=True, help="Show the resolved configuration and the selected rules, and exit.")
 @_guarded
 def check(
     paths: tuple[str, ...],
     outputs: list[Any],
     output_file: str | None,
-    max_row_bytes: int,
-    fail_level: str,
+    fail_level: str | None,
     exit_zero: bool,
     statistics: bool,
     quiet: bool,
     show_files: bool,
-    select: tuple[str, ...],
-    extend_select: tuple[str, ...],
-    ignore: tuple[str, ...],
+    **options: Any,
 ) -> None:
     """Lint rollout files.
 
@@ -144,11 +220,13 @@ def check(
     import dataclasses
     import os
 
-    from trajlint.check.engine import load_rules, run
+    from trajlint.check import select as selection
+    from trajlint.check.engine import run
     from trajlint.read import Unreadable, iter_sources
     from trajlint.report import document, formats, outputs as report_outputs
     from trajlint.report.status import exit_status
 
+    _, settings, rules, ignores = _lint_setup(options, {"fail-level": fail_level})
     if output_file is not None:
         outputs = [dataclasses.replace(o, path=output_file) if o.path is None else o for o in outputs]
     sources = list(iter_sources(list(paths) or ["."]))
@@ -164,19 +242,9 @@ def check(
     if problem:
         raise click.UsageError(problem)
 
-    from trajlint.check import select as selection
-
-    cli_layer = selection.Layer(
-        select=selection.split(select) if select else None,
-        extend_select=selection.split(extend_select),
-        ignore=selection.split(ignore),
-    )
-    try:
-        rules = selection.rule_set(load_rules(), [cli_layer])
-    except selection.SelectorError as exc:
-        raise Failure(str(exc)) from None
-    result = run(sources, rules, max_row_bytes=max_row_bytes)
-    report = document.build(result, rules.values(), files=inputs, root=os.getcwd())
+    result = run(sources, rules, max_row_bytes=settings["max-row-bytes"].value)
+    findings = selection.drop_ignored(result.findings, ignores)
+    report = document.build(result, rules.values(), findings=findings, files=inputs, root=os.getcwd())
 
     stdout_format = next((o.format for o in outputs if o.path is None), None)
     console = formats.console(stdout_format, statistics=statistics, quiet=quiet)
@@ -199,7 +267,10 @@ def check(
         click.echo("trajlint: warning: no rollout files found under the given paths", err=True)
     sys.exit(
         exit_status(
-            report.findings, fail_level=fail_level, internal_errors=result.internal_errors, exit_zero=exit_zero
+            report.findings,
+            fail_level=settings["fail-level"].value,
+            internal_errors=result.internal_errors,
+            exit_zero=exit_zero,
         )
     )
 

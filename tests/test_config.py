@@ -1,0 +1,238 @@
+"""Configuration files: discovery, every key, command-line overrides and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from trajlint import config
+from trajlint.check import select
+from trajlint.cli import main
+
+from .conftest import EXAMPLES
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A project directory with the examples under runs/, as the working directory."""
+    (tmp_path / "runs").mkdir()
+    for name in ("clean.jsonl", "broken.jsonl"):
+        shutil.copy(EXAMPLES / name, tmp_path / "runs" / name)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def check(*args):
+    return CliRunner().invoke(main, ["check", *args])
+
+
+def findings(*args):
+    result = check("--output-format", "json", *args)
+    assert result.exit_code in (0, 1), result.output
+    return result.exit_code, json.loads(result.stdout)
+
+
+# -- discovery ------------------------------------------------------------------------------
+
+
+def test_nearest_file_wins_and_pyproject_without_table_is_skipped(tmp_path):
+    deep = tmp_path / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    (tmp_path / "trajlint.toml").write_text('select = ["TL1"]\n')
+    (tmp_path / "a" / "pyproject.toml").write_text('[tool.trajlint]\nselect = ["TL4"]\n')
+    (tmp_path / "a" / "b" / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    assert config.discover(deep) == tmp_path / "a" / "pyproject.toml"
+    (tmp_path / "a" / "b" / "trajlint.toml").write_text("")
+    assert config.discover(deep) == tmp_path / "a" / "b" / "trajlint.toml"
+    # In one directory trajlint.toml comes before pyproject.toml.
+    (tmp_path / "a" / "trajlint.toml").write_text("")
+    assert config.discover(tmp_path / "a") == tmp_path / "a" / "trajlint.toml"
+    assert config.find(start=tmp_path / "a", isolated=True).path is None
+
+
+def test_no_file_means_defaults(tmp_path):
+    found = config.find(start=tmp_path)
+    if found.path is None:  # a configuration above the temporary directory would be found too
+        settings = config.resolve(found, {})
+        assert settings["fail-level"] == config.Setting("error", "default")
+        assert settings["max-row-bytes"].value == 256 * 1024 * 1024
+        assert settings["profile"].value == "latest"
+
+
+def test_config_in_pyproject_applies_every_key(project):
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "demo"\n\n[tool.trajlint]\n'
+        'select = ["TL0", "TL1", "TL4"]\n'
+        'ignore = ["TL002"]\n'
+        'severity = { TL401 = "warning", "trajectory-schema" = "info" }\n'
+        'per-file-ignores = { "runs/broken.jsonl" = ["capture-schema"] }\n'
+        'fail-level = "warning"\n'
+    )
+    status, doc = findings("runs")
+    codes = {(f["code"], f["severity"]) for f in doc["findings"]}
+    assert codes == {("TL003", "error"), ("TL104", "info"), ("TL401", "warning")}
+    assert "TL002" not in doc["summary"]["rules"] and "TL101" in doc["summary"]["rules"]
+    assert status == 1
+    # The command line overrides the file.
+    status, doc = findings("--fail-level", "error", "--ignore", "TL003", "runs")
+    assert status == 0 and {f["code"] for f in doc["findings"]} == {"TL104", "TL401"}
+    status, _ = findings("--isolated", "runs")
+    assert status == 1
+
+
+def test_trajlint_toml_is_found_from_a_subdirectory(project):
+    (project / "trajlint.toml").write_text('select = ["TL4"]\n')
+    (project / "runs" / "deeper").mkdir()
+    import os
+
+    os.chdir(project / "runs" / "deeper")
+    _, doc = findings("..")
+    assert {f["code"] for f in doc["findings"]} == {"TL401"}
+
+
+def test_config_option_names_the_file(project, tmp_path_factory):
+    elsewhere = tmp_path_factory.mktemp("cfg") / "strict.toml"
+    elsewhere.write_text('select = ["TL003"]\n')
+    (project / "trajlint.toml").write_text('select = ["TL4"]\n')
+    _, doc = findings("--config", str(elsewhere), "runs")
+    assert {f["code"] for f in doc["findings"]} == {"TL003"}
+    assert check("--config", str(elsewhere), "--isolated", "runs").exit_code == 2
+    missing = check("--config", "nope.toml", "runs")
+    assert missing.exit_code == 2 and "nope.toml: no such configuration file" in missing.stderr
+
+
+def test_selection_layers_file_then_command_line(project):
+    (project / "trajlint.toml").write_text('select = ["TL1"]\nignore = ["TL104"]\n')
+    _, doc = findings("runs")
+    assert {f["code"] for f in doc["findings"]} == {"TL102"}
+    _, doc = findings("--extend-select", "TL104", "runs")
+    assert {f["code"] for f in doc["findings"]} == {"TL102", "TL104"}
+    _, doc = findings("--select", "TL401", "runs")
+    assert {f["code"] for f in doc["findings"]} == {"TL401"}
+
+
+def test_warnings_only_pass_at_the_default_fail_level(project):
+    (project / "trajlint.toml").write_text('severity = { ALL = "warning", TL003 = "info" }\n')
+    assert check("runs").exit_code == 0
+    assert check("--fail-level", "warning", "runs").exit_code == 1
+    assert check("--fail-level", "info", "--select", "TL003", "runs").exit_code == 1
+    assert check("--fail-level", "warning", "--select", "TL003", "runs").exit_code == 0
+    (project / "trajlint.toml").write_text('severity = { ALL = "warning" }\nfail-level = "warning"\n')
+    assert check("runs").exit_code == 1
+    assert check("--exit-zero", "runs").exit_code == 0
+
+
+def test_per_file_ignores_globs_relative_to_the_config_and_negation(project):
+    (project / "runs" / "old").mkdir()
+    shutil.copy(project / "runs" / "broken.jsonl", project / "runs" / "old" / "broken.jsonl")
+    (project / "trajlint.toml").write_text(
+        '[per-file-ignores]\n"runs/old/**" = ["ALL"]\n"!runs/old/*" = ["TL0"]\n'
+    )
+    _, doc = findings("runs")
+    paths = {(f["path"], f["code"]) for f in doc["findings"]}
+    assert not any(path.startswith("runs/old") for path, _ in paths)
+    assert not any(code.startswith("TL0") for _, code in paths)
+    assert ("runs/broken.jsonl", "TL104") in paths
+    # Globs are relative to the file's directory, not to where trajlint runs.
+    import os
+
+    os.chdir(project / "runs")
+    _, doc = findings(".")
+    assert not any(f["path"].startswith("old") for f in doc["findings"])
+
+
+def test_profile_severities_apply_before_the_users(project, monkeypatch):
+    monkeypatch.setitem(select.PROFILES, "nemo-gym-0.7", {"duplicate-rollout-identity": "info"})
+    _, doc = findings("--profile", "nemo-gym-0.7", "--select", "TL4", "runs")
+    assert {f["severity"] for f in doc["findings"]} == {"info"}
+    (project / "trajlint.toml").write_text('profile = "nemo-gym-0.7"\nseverity = { TL401 = "warning" }\n')
+    status, doc = findings("--select", "TL4", "runs")
+    assert status == 0 and {f["severity"] for f in doc["findings"]} == {"warning"}
+    assert check("--profile", "nemo-gym-0.8", "runs").exit_code == 2
+
+
+def test_max_row_bytes_from_the_file(project):
+    (project / "trajlint.toml").write_text("max-row-bytes = 100\n")
+    _, doc = findings("runs/clean.jsonl")
+    assert {f["code"] for f in doc["findings"]} == {"TL004"}
+    _, doc = findings("--max-row-bytes", "100000", "runs/clean.jsonl")
+    assert doc["findings"] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('selct = ["TL1"]\n', "trajlint.toml: selct: unknown key (did you mean 'select'?)"),
+        ('select = "TL1"\n', "trajlint.toml: select: must be a list of rule selectors"),
+        ('ignore = ["TL1x"]\n', "unknown rule selector 'TL1x' in "),
+        ('extend-select = [1]\n', "trajlint.toml: extend-select: must be a list"),
+        ('severity = { TL104 = "fatal" }\n', "trajlint.toml: severity: 'TL104' must be one of error, warning, info"),
+        ('severity = { TL1044 = "info" }\n', "unknown rule selector 'TL1044' in "),
+        ('severity = "info"\n', "trajlint.toml: severity: must be a table"),
+        ('per-file-ignores = { "a/*" = "TL1" }\n', "trajlint.toml: per-file-ignores: 'a/*' must be a list"),
+        ('per-file-ignores = { "a/*" = ["TL7"] }\n', "unknown rule selector 'TL7' in "),
+        ('profile = "newest"\n', "trajlint.toml: profile: must be one of latest, nemo-gym-0.7"),
+        ('fail-level = "fatal"\n', "trajlint.toml: fail-level: must be one of error, warning, info"),
+        ("max-row-bytes = 0\n", "trajlint.toml: max-row-bytes: must be a positive integer"),
+        ("max-row-bytes = true\n", "trajlint.toml: max-row-bytes: must be a positive integer"),
+        ("baseline = 3\n", "trajlint.toml: baseline: must be the path"),
+        ("select = [\n", "trajlint.toml: not valid TOML"),
+    ],
+)
+def test_bad_configuration_is_one_line_and_exit_2(project, text, message):
+    (project / "trajlint.toml").write_text(text)
+    result = check("runs")
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr
+    if "unknown rule selector" in message:
+        assert str(project / "trajlint.toml") in result.stderr
+
+
+def test_bad_tool_table_in_pyproject(project):
+    (project / "pyproject.toml").write_text('[tool]\ntrajlint = "yes"\n')
+    result = check("runs")
+    assert result.exit_code == 2 and "[tool.trajlint] must be a table" in result.stderr
+    (project / "pyproject.toml").write_text('[tool.trajlint]\nfail_level = "info"\n')
+    result = check("runs")
+    assert "pyproject.toml [tool.trajlint]: fail_level: unknown key (did you mean 'fail-level'?)" in result.stderr
+
+
+def test_show_settings(project):
+    (project / "trajlint.toml").write_text(
+        'select = ["TL1", "TL4"]\nseverity = { TL401 = "warning" }\n'
+        '[per-file-ignores]\n"runs/*.jsonl" = ["TL104"]\n'
+    )
+    result = check("--show-settings", "--ignore", "TL105", "--fail-level", "info")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    where = str(project / "trajlint.toml")
+    assert lines[0] == f"config file: {where}"
+    assert f'select = ["TL1", "TL4"]  # {where}' in lines
+    assert 'ignore = ["TL105"]  # --ignore' in lines
+    assert f'severity = {{ TL401 = "warning" }}  # {where}' in lines
+    assert f'per-file-ignores = {{ "runs/*.jsonl" = ["TL104"] }}  # {where}' in lines
+    assert 'fail-level = "info"  # --fail-level' in lines
+    assert 'profile = "latest"  # default' in lines
+    assert "baseline = (none)  # default" in lines
+    listed = [line.split()[0] for line in lines if line.startswith("  TL")]
+    assert "TL105" not in listed and {"TL101", "TL104", "TL401", "TL901"} <= set(listed)
+    assert "  TL401  duplicate-rollout-identity   warning" in lines
+
+
+def test_show_settings_isolated(project):
+    (project / "trajlint.toml").write_text('select = ["TL1"]\n')
+    result = check("--show-settings", "--isolated")
+    assert result.exit_code == 0
+    assert result.stdout.startswith("config file: (none)\nselect = [\"ALL\"]  # default\n")
+
+
+def test_baseline_path_is_relative_to_the_config_file(project):
+    (project / "runs" / "trajlint.toml").write_text('baseline = "known.json"\n')
+    loaded = config.load(project / "runs" / "trajlint.toml")
+    assert Path(loaded.values["baseline"]) == project / "runs" / "known.json"
