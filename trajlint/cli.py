@@ -70,6 +70,20 @@ def _outputs(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
         raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
 
+def _sources(paths: tuple[str, ...]) -> list[Any]:
+    """The inputs, expanded, with paths in normal form (`./a/../b.jsonl` is `b.jsonl`), so one
+    file is always spelled the same in reports and in baseline keys."""
+    import dataclasses
+    import os
+
+    from trajlint.read import iter_sources
+
+    return [
+        source if source.path == "-" else dataclasses.replace(source, path=os.path.normpath(source.path))
+        for source in iter_sources(list(paths) or ["."])
+    ]
+
+
 def _lint_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Options shared by every command that lints: configuration, rule selection, limits."""
     options = [
@@ -197,6 +211,11 @@ def _lint_setup(
     help="Show how many findings each rule produced instead of the findings themselves.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Show only the summary on standard output (files are unchanged).")
+@click.option(
+    "--baseline",
+    metavar="FILE",
+    help="Leave out the findings recorded in this baseline file (see `trajlint baseline`).",
+)
 @click.option("--show-files", is_flag=True, help="List the files that would be checked, and exit.")
 @click.option("--show-settings", is_flag=True, help="Show the resolved configuration and the selected rules, and exit.")
 @_guarded
@@ -209,6 +228,7 @@ def check(
     statistics: bool,
     quiet: bool,
     show_files: bool,
+    baseline: str | None,
     **options: Any,
 ) -> None:
     """Lint rollout files.
@@ -222,14 +242,20 @@ def check(
 
     from trajlint.check import select as selection
     from trajlint.check.engine import run
-    from trajlint.read import Unreadable, iter_sources
+    from trajlint.read import Unreadable
     from trajlint.report import document, formats, outputs as report_outputs
     from trajlint.report.status import exit_status
 
-    _, settings, rules, ignores = _lint_setup(options, {"fail-level": fail_level})
+    from trajlint.baseline import Baseline, BaselineError
+
+    _, settings, rules, ignores = _lint_setup(options, {"fail-level": fail_level, "baseline": baseline})
+    try:
+        known = Baseline.load(settings["baseline"].value) if settings["baseline"].value else None
+    except BaselineError as exc:
+        raise Failure(str(exc)) from None
     if output_file is not None:
         outputs = [dataclasses.replace(o, path=output_file) if o.path is None else o for o in outputs]
-    sources = list(iter_sources(list(paths) or ["."]))
+    sources = _sources(paths)
     inputs = [source.path for source in sources]
     if show_files:
         for source in sources:
@@ -244,7 +270,12 @@ def check(
 
     result = run(sources, rules, max_row_bytes=settings["max-row-bytes"].value)
     findings = selection.drop_ignored(result.findings, ignores)
-    report = document.build(result, rules.values(), findings=findings, files=inputs, root=os.getcwd())
+    baseline_use = None
+    if known is not None:
+        findings, baseline_use = known.apply(findings)
+    report = document.build(
+        result, rules.values(), findings=findings, files=inputs, root=os.getcwd(), baseline=baseline_use
+    )
 
     stdout_format = next((o.format for o in outputs if o.path is None), None)
     console = formats.console(stdout_format, statistics=statistics, quiet=quiet)
@@ -265,6 +296,14 @@ def check(
         click.echo(text_summary(report), err=True)
     if result.files == 0 and not result.findings:
         click.echo("trajlint: warning: no rollout files found under the given paths", err=True)
+    if baseline_use and baseline_use["stale"]:
+        stale = baseline_use["stale"]
+        click.echo(
+            f"trajlint: {stale:,} stale baseline {'entry' if stale == 1 else 'entries'} in "
+            f"{baseline_use['path']}: recorded findings that no longer occur; "
+            f"`trajlint baseline -o {baseline_use['path']}` rewrites it",
+            err=True,
+        )
     sys.exit(
         exit_status(
             report.findings,
@@ -272,6 +311,55 @@ def check(
             internal_errors=result.internal_errors,
             exit_zero=exit_zero,
         )
+    )
+
+
+@main.command("baseline")
+@_lint_options
+@click.option(
+    "-o",
+    "--output",
+    metavar="PATH",
+    help="The baseline file to write. [default: the configuration's `baseline`, else "
+    ".trajlint-baseline.json]",
+)
+@_guarded
+def baseline_command(output: str | None, **options: Any) -> None:
+    """Record today's findings, so that `trajlint check --baseline FILE` reports only new ones.
+
+    Entries are keyed on rollout identity (or file and fingerprint), rule and JSON pointer, never
+    on line numbers, and carry counts. Selection, configuration and per-file ignores apply as
+    they do for `trajlint check`.
+    """
+    from trajlint import baseline
+    from trajlint.check import select as selection
+    from trajlint.check.engine import run
+    from trajlint.report import formats, outputs as report_outputs
+
+    _, settings, rules, ignores = _lint_setup(options, {})
+    path = output or settings["baseline"].value or baseline.DEFAULT_PATH
+    sources = _sources(options["paths"])
+    problem = report_outputs.problem([formats.Output("json", path)], [s.path for s in sources])
+    if problem:
+        raise click.UsageError(problem)
+    result = run(sources, rules, max_row_bytes=settings["max-row-bytes"].value)
+    if result.internal_errors:
+        raise Failure(
+            f"{result.internal_errors} internal error(s) while checking; {path} was not written "
+            "(rerun `trajlint check` to see them)"
+        )
+    document = baseline.record(selection.drop_ignored(result.findings, ignores))
+    try:
+        with open(path, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(baseline.dumps(document))
+    except OSError as exc:
+        raise Failure(f"cannot write {path}: {exc.strerror or exc}") from None
+    entries = document["entries"]
+    recorded = sum(entry["count"] for entry in entries)
+    click.echo(
+        f"trajlint: recorded {recorded:,} finding{'' if recorded == 1 else 's'} in {len(entries):,} "
+        f"entr{'y' if len(entries) == 1 else 'ies'} to {path}",
+        err=True,
     )
 
 

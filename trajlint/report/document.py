@@ -16,10 +16,12 @@ from trajlint.check.engine import Result
 from trajlint.findings import SEVERITIES, Finding
 from trajlint.report.context import Report, rule_infos
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 
-def summary(result: Result, findings: Sequence[Finding] | None = None) -> dict[str, Any]:
+def summary(
+    result: Result, findings: Sequence[Finding] | None = None, baseline: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Counts for `findings` (default: all of the result's) and the run's coverage."""
     findings = result.findings if findings is None else findings
     by_severity = Counter(f.severity for f in findings)
@@ -41,6 +43,7 @@ def summary(result: Result, findings: Sequence[Finding] | None = None) -> dict[s
             for code, c in sorted(result.coverage.items())
         },
         "internal_errors": result.internal_errors,
+        "baseline": baseline,
     }
 
 
@@ -51,12 +54,13 @@ def build(
     findings: Sequence[Finding] | None = None,
     files: Sequence[str] = (),
     root: str = ".",
+    baseline: dict[str, Any] | None = None,
 ) -> Report:
     """The plain data every format renders: the findings that are reported and their summary."""
     findings = result.findings if findings is None else findings
     return Report(
         findings=findings,
-        summary=summary(result, findings),
+        summary=summary(result, findings, baseline),
         rules=rule_infos(specs),
         files=tuple(files),
         root=root,

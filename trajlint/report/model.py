@@ -67,6 +67,16 @@ class BySeverity(_Strict):
     info: int = Field(ge=0)
 
 
+class BaselineUse(_Strict):
+    """What a baseline file did to this report."""
+
+    path: str = Field(description="The baseline file.")
+    suppressed: int = Field(ge=0, description="Findings the baseline covers, left out of `findings`.")
+    stale: int = Field(
+        ge=0, description="Recorded findings that no longer occur: the baseline can shrink by this many."
+    )
+
+
 class Summary(_Strict):
     files: int = Field(ge=0, description="Files opened and read.")
     lines: int = Field(ge=0, description="Non-blank lines read.")
@@ -76,6 +86,7 @@ class Summary(_Strict):
     by_rule: dict[str, RuleCount] = Field(description="Finding counts keyed by rule code.")
     rules: dict[str, RuleCoverage] = Field(description="Coverage of every rule that was run, keyed by code.")
     internal_errors: int = Field(ge=0, description="Rule failures (bugs in trajlint); any makes the exit status 2.")
+    baseline: BaselineUse | None = Field(description="The baseline applied (`--baseline`), or null.")
 
 
 class Tool(_Strict):
@@ -86,7 +97,7 @@ class Tool(_Strict):
 class ReportDocument(_Strict):
     """The report `trajlint check --output-format json` prints."""
 
-    schema_version: Literal["1.0"]
+    schema_version: Literal["1.1"]
     tool: Tool
     findings: list[Finding] = Field(description="Sorted by path, line, pointer, code.")
     summary: Summary

@@ -29,11 +29,13 @@ def finding_line(f: Finding) -> str:
 
 def summary_line(summary: dict[str, Any]) -> str:
     rows, files = _plural(summary["rows"], "row"), _plural(summary["files"], "file")
+    baseline = summary.get("baseline") or {}
+    known = f" ({baseline['suppressed']:,} more in the baseline)" if baseline.get("suppressed") else ""
     if not summary["findings"]:
-        return f"All checks passed: {rows} in {files}."
+        return f"All checks passed: {rows} in {files}{known}."
     sev = summary["by_severity"]
     counts = ", ".join(_plural(sev[s], s) for s in ("error", "warning", "info"))
-    return f"Found {_plural(summary['findings'], 'finding')} in {rows} of {files}: {counts}."
+    return f"Found {_plural(summary['findings'], 'finding')} in {rows} of {files}: {counts}{known}."
 
 
 def _related(loc: Location) -> str:
