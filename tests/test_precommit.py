@@ -1,0 +1,99 @@
+"""The pre-commit hook as users get it: the manifest validates, and `pre-commit try-repo`
+installs this checkout into a hook environment and gates a clean and a broken rollout file.
+
+try-repo builds the environment with pip, as pre-commit does for a user; that takes a while,
+so there are exactly two runs. They try a committed snapshot of the working tree (tracked and
+new files alike; try-repo itself would leave new files out), so both share one environment.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import EXAMPLES, ROOT
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="pre-commit needs git, which is not installed")
+
+
+def _env(home) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PRE_COMMIT", "GIT_"))}
+    # try-repo commits uncommitted changes into a shadow clone; give that commit an author.
+    identity = {"GIT_AUTHOR_NAME": "trajlint tests", "GIT_AUTHOR_EMAIL": "tests@trajlint.invalid"}
+    identity |= {"GIT_COMMITTER_NAME": "trajlint tests", "GIT_COMMITTER_EMAIL": "tests@trajlint.invalid"}
+    return env | identity | {"PRE_COMMIT_HOME": str(home)}
+
+
+def pre_commit(*args, cwd, home):
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", *args],
+        capture_output=True, text=True, cwd=cwd, env=_env(home), timeout=900,
+    )
+
+
+def git(*args, cwd, home):
+    subprocess.run(["git", *args], cwd=cwd, env=_env(home), check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def hook_repo(tmp_path_factory):
+    """This checkout's working tree, committed to a repository of its own."""
+    home = tmp_path_factory.mktemp("pre-commit-home")
+    snapshot = tmp_path_factory.mktemp("hook-repo")
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, capture_output=True, check=True,
+    ).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source = ROOT / name
+        if source.is_file():
+            (snapshot / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, snapshot / name)
+    git("init", "-q", cwd=snapshot, home=home)
+    git("add", "-A", cwd=snapshot, home=home)
+    git("commit", "-q", "--no-gpg-sign", "-m", "snapshot", cwd=snapshot, home=home)
+    return snapshot, home
+
+
+@pytest.fixture(scope="module")
+def user_repo(tmp_path_factory, hook_repo):
+    """A user's repository holding one clean and one broken rollout file."""
+    snapshot, home = hook_repo
+    repo = tmp_path_factory.mktemp("user-repo")
+    git("init", "-q", cwd=repo, home=home)
+    shutil.copy(EXAMPLES / "clean.jsonl", repo / "clean.jsonl")
+    shutil.copy(EXAMPLES / "broken.jsonl", repo / "broken.jsonl")
+    return repo, snapshot, home
+
+
+@pytest.mark.slow
+def test_manifest_validates(tmp_path):
+    result = pre_commit("validate-manifest", str(ROOT / ".pre-commit-hooks.yaml"), cwd=ROOT, home=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_try_repo_passes_a_clean_file(user_repo):
+    repo, snapshot, home = user_repo
+    result = pre_commit("try-repo", str(snapshot), "trajlint", "--files", "clean.jsonl", cwd=repo, home=home)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "Passed" in output
+
+
+@pytest.mark.slow
+def test_try_repo_fails_a_broken_file_with_its_findings(user_repo):
+    repo, snapshot, home = user_repo
+    result = pre_commit(
+        "try-repo", str(snapshot), "trajlint", "--files", "clean.jsonl", "broken.jsonl", cwd=repo, home=home
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert "Failed" in output
+    # The hook prints the concise format: one line per finding.
+    assert "broken.jsonl:3: TL104 trajectory-schema" in output
+    assert "clean.jsonl:" not in output
