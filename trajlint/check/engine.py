@@ -20,7 +20,7 @@ from trajlint.check.spec import (
     Subject,
     Violation,
 )
-from trajlint.findings import Finding, Location, Rollout, fingerprint
+from trajlint.findings import SEVERITIES, Finding, Location, Rollout, fingerprint
 from trajlint.read import Line, OversizedLine, ParseError, Source, Unreadable, parse
 
 INTERNAL_ERROR = "internal-error"
@@ -157,7 +157,7 @@ class Engine:
             Finding(
                 code=spec.code,
                 name=spec.name,
-                severity=spec.severity,
+                severity=finding_severity(spec, violation),
                 message=violation.message,
                 path=path,
                 line=line,
@@ -180,7 +180,29 @@ class Engine:
         self._add(self._internal, subject.path, subject.line, subject.rollout, subject.raw, Violation("", message))
 
 
+def finding_severity(spec: RuleSpec, violation: Violation) -> str:
+    """The violation's own severity, unless this run overrides the rule's catalog severity.
+
+    A user or profile severity is a decision about the whole rule, so it wins over the weights a
+    rule gives its findings; a run that keeps the catalog severity keeps those weights.
+    """
+    if violation.severity is None or spec.severity != spec.entry.severity:
+        return spec.severity
+    if violation.severity not in SEVERITIES:
+        raise ValueError(f"rule {spec.name} gave a finding the unknown severity {violation.severity!r}")
+    return violation.severity
+
+
 # -- subjects from the read stage -----------------------------------------------------------
+
+
+def _holds_model_calls(row: dict) -> bool:
+    """Whether ownership can be judged at all: a captured call, or a call in the stated trajectory."""
+    for key, part in (("ng_model_call_capture", "calls"), ("ng_trajectory", "model_calls")):
+        section = row.get(key)
+        if isinstance(section, dict) and isinstance(section.get(part), list) and section[part]:
+            return True
+    return False
 
 
 def row_subject(path: str, number: int, raw: bytes) -> Subject:
@@ -193,6 +215,8 @@ def row_subject(path: str, number: int, raw: bytes) -> Subject:
     for key, name in SECTION_EVIDENCE.items():
         if value.get(key) is not None:
             evidence.add(name)
+    if _holds_model_calls(value):
+        evidence.add("model-calls")
     return Subject(
         path, number, frozenset(evidence), raw=raw, value=value, rollout=rollout_identity(value)
     )

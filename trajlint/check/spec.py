@@ -16,9 +16,11 @@ from trajlint.findings import Location, Rollout
 
 #: Evidence a rule may read. "file": a path that was opened or failed to open; "line": a
 #: non-blank physical line; "row": a line that parsed to a JSON object (its build, `subject.build`,
-#: is then available too); the others: that section of the row is present and not null.
+#: is then available too); "model-calls": the row holds at least one model call (captured, or in
+#: the stated trajectory), so ownership can be judged; the others: that section of the row is
+#: present and not null.
 EVIDENCE: frozenset[str] = frozenset(
-    {"file", "line", "row", "capture", "observations", "trajectory", "verifiers"}
+    {"file", "line", "row", "model-calls", "capture", "observations", "trajectory", "verifiers"}
 )
 
 SECTION_EVIDENCE: dict[str, str] = {
@@ -31,11 +33,17 @@ SECTION_EVIDENCE: dict[str, str] = {
 
 @dataclass(frozen=True, slots=True)
 class Violation:
-    """What a rule function yields: where and what. The engine adds code, severity and identity."""
+    """What a rule function yields: where and what. The engine adds code, severity and identity.
+
+    `severity` is for rules whose findings differ in weight (drift in the set of turns against
+    drift in one turn's content); None means the rule's own. A severity the user or a profile
+    sets for the rule overrides it for every finding of that rule.
+    """
 
     pointer: str
     message: str
     related: tuple[Location, ...] = ()
+    severity: str | None = None
 
 
 @dataclass(slots=True)
