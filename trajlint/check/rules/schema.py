@@ -3,6 +3,8 @@
 One rule per section, so a team can, say, ignore verifier evidence it does not produce yet
 without losing the checks on the trajectory. The row envelope is validated without its
 sections, which keeps every schema error reported once, by the rule of the section it is in.
+A count below its bound or written as a boolean, float or numeric string is left to the count
+rules (TL3xx), which own it: they say what the value means and what NeMo Gym does with it.
 """
 
 from __future__ import annotations
@@ -11,11 +13,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from trajlint import schemas
+from trajlint.check.countfields import Count, count_fields, owned_by_count_rules
 from trajlint.check.schema_errors import describe, escape, pointer
 from trajlint.check.spec import SECTION_EVIDENCE, Subject, Violation, row_rule
 
 
-def _section_errors(key: str, schema: str, value: Any) -> Iterator[Violation]:
+def _section_errors(row: dict[str, Any], key: str, schema: str) -> Iterator[Violation]:
+    value = row[key]
     if isinstance(value, str):
         yield Violation(
             "/" + escape(key),
@@ -23,9 +27,16 @@ def _section_errors(key: str, schema: str, value: Any) -> Iterator[Violation]:
             "(the writer serialized it twice)",
         )
         return
+    counts: dict[str, Count] | None = None
     for error in schemas.validator(schema).iter_errors(value):
-        for path, _keyword, message in describe(error, key):
-            yield Violation(pointer([key, *path]), message)
+        for path, keyword, message in describe(error, key):
+            ptr = pointer([key, *path])
+            if keyword in ("minimum", "exclusiveMinimum", "type"):
+                if counts is None:
+                    counts = {p: field for p, _, field in count_fields(row)}
+                if owned_by_count_rules(counts, ptr, keyword, error.instance):
+                    continue  # negative-count / non-integer-count report it, with its meaning
+            yield Violation(ptr, message)
 
 
 @row_rule("row-schema", reads=["row"])
@@ -40,19 +51,19 @@ def row_schema(subject: Subject) -> Iterator[Violation]:
 
 @row_rule("capture-schema", reads=["row", "capture"])
 def capture_schema(subject: Subject) -> Iterator[Violation]:
-    yield from _section_errors("ng_model_call_capture", "model-call-capture", subject.row["ng_model_call_capture"])
+    yield from _section_errors(subject.row, "ng_model_call_capture", "model-call-capture")
 
 
 @row_rule("observations-schema", reads=["row", "observations"])
 def observations_schema(subject: Subject) -> Iterator[Violation]:
-    yield from _section_errors("ng_agent_observations", "agent-observations", subject.row["ng_agent_observations"])
+    yield from _section_errors(subject.row, "ng_agent_observations", "agent-observations")
 
 
 @row_rule("trajectory-schema", reads=["row", "trajectory"])
 def trajectory_schema(subject: Subject) -> Iterator[Violation]:
-    yield from _section_errors("ng_trajectory", "trajectory", subject.row["ng_trajectory"])
+    yield from _section_errors(subject.row, "ng_trajectory", "trajectory")
 
 
 @row_rule("verifier-schema", reads=["row", "verifiers"])
 def verifier_schema(subject: Subject) -> Iterator[Violation]:
-    yield from _section_errors("ng_verifier_invocations", "verifier-invocations", subject.row["ng_verifier_invocations"])
+    yield from _section_errors(subject.row, "ng_verifier_invocations", "verifier-invocations")

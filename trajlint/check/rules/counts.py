@@ -1,0 +1,203 @@
+"""TL3xx: counts, token sums and time order, wherever they stand in a row.
+
+A persisted row repeats numbers: the trajectory's model calls project the captured calls, and
+its tool calls merge the observed ones. A number that is the same in both places is one piece
+of evidence, reported once where it was first written (the capture, the observation) with the
+copy cited; a copy that differs from its source is reported on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from trajlint.check import walk
+from trajlint.check.countfields import Count, count_fields, is_negative, lax_kind
+from trajlint.check.schema_errors import show
+from trajlint.check.spec import Subject, Violation, row_rule
+from trajlint.pointer import child
+
+
+@row_rule("negative-count", reads=["row"])
+def negative_count(subject: Subject) -> Iterator[Violation]:
+    for ptr, value, field in count_fields(subject.row):
+        if not is_negative(value, field):
+            continue
+        rule = f"turn numbers start at {field.minimum}" if field.minimum else f"{field.what} is never negative"
+        yield Violation(ptr, f"`{field.name}` is {show(value)}; {rule} ({_consequence(ptr, field)})")
+
+
+def _consequence(ptr: str, field: Count) -> str:
+    """What NeMo Gym does with a value below its bound, which depends on where it stands."""
+    if ptr.startswith("/ng_model_call_capture/calls/") and not field.integer:
+        return "NeMo Gym's trajectory projection fails on it, and the row loses its trajectory"
+    if ptr.startswith("/ng_model_call_capture/"):
+        return "NeMo Gym reads it as unknown, so it drops out of every usage sum"
+    if ptr.startswith("/ng_agent_observations/"):
+        return "NeMo Gym rejects the record, and with it the whole observation bundle"
+    if ptr.startswith("/ng_trajectory/"):
+        return "NeMo Gym rejects the trajectory record"
+    return "the verifier run's timing cannot be used"
+
+
+@row_rule("non-integer-count", reads=["row"])
+def non_integer_count(subject: Subject) -> Iterator[Violation]:
+    for ptr, value, field in count_fields(subject.row):
+        kind = lax_kind(value, field)
+        if kind is None:
+            continue
+        yield Violation(
+            ptr,
+            f"`{field.name}` is {kind}, {show(value)}; {field.what} must be a JSON integer "
+            "(NeMo Gym's capture normalizer reads anything else as unknown and its strict export "
+            "rejects it, while lax validation silently coerces it)",
+        )
+
+
+def _count(value: Any) -> int | None:
+    return value if type(value) is int and value >= 0 else None
+
+
+def _short_total(item: dict[str, Any], names: tuple[str, str, str]) -> tuple[int, int, int] | None:
+    """(input, output, total) when all three are usable counts and the total is short."""
+    values = tuple(_count(item.get(name)) for name in names)
+    if None in values:
+        return None
+    tokens_in, tokens_out, total = values
+    return values if total < tokens_in + tokens_out else None  # type: ignore[return-value,operator]
+
+
+_CAPTURE_NAMES = ("tokens_in", "tokens_out", "tokens_total")
+_STATS_NAMES = ("prompt_tokens", "completion_tokens", "total_tokens")
+
+
+def _total_message(names: tuple[str, str, str], values: tuple[int, int, int]) -> str:
+    (a, b, c), (x, y, z) = names, values
+    return (
+        f"`{c}` is {z}, below `{a}` + `{b}` = {x + y}; a total never counts fewer tokens than "
+        "its parts, so one of the three is wrong (usage sums and token-mismatch health checks "
+        "disagree with each other)"
+    )
+
+
+@row_rule("token-total-inconsistent", reads=["row", "model-calls"])
+def token_total_inconsistent(subject: Subject) -> Iterator[Violation]:
+    row = subject.row
+    captured: dict[str, tuple[int, int, int]] = {}
+    short_calls = 0
+    for base, call in walk.capture_calls(row):
+        values = _short_total(call, _CAPTURE_NAMES)
+        call_id = walk.text(call.get("model_call_id"))
+        if values is None:
+            continue
+        short_calls += 1
+        if call_id:
+            captured.setdefault(call_id, values)
+        copies = [
+            child(p, "token_stats", "total_tokens")
+            for p, c in walk.stated(row, "model_calls")
+            if call_id and c.get("model_call_id") == call_id
+            and isinstance(c.get("token_stats"), dict)
+            and _short_total(c["token_stats"], _STATS_NAMES) == values
+        ]
+        yield Violation(
+            child(base, "tokens_total"),
+            _total_message(_CAPTURE_NAMES, values),
+            tuple(subject.location(p) for p in copies),
+        )
+    capture = walk.section(row, walk.CAPTURE)
+    metrics = capture.get("metrics") if capture else None
+    if isinstance(metrics, dict) and not short_calls:
+        values = _short_total(metrics, _CAPTURE_NAMES)
+        if values is not None:
+            yield Violation(child("", walk.CAPTURE, "metrics", "tokens_total"), _total_message(_CAPTURE_NAMES, values))
+    for base, call in walk.stated(row, "model_calls"):
+        stats = call.get("token_stats")
+        values = _short_total(stats, _STATS_NAMES) if isinstance(stats, dict) else None
+        if values is None:
+            continue
+        call_id = walk.text(call.get("model_call_id"))
+        if call_id and captured.get(call_id) == values:
+            continue  # the projection of a captured call already reported
+        yield Violation(child(base, "token_stats", "total_tokens"), _total_message(_STATS_NAMES, values))
+
+
+def _reversed(item: dict[str, Any]) -> tuple[float, float] | None:
+    started, completed = walk.number(item.get("started_at")), walk.number(item.get("completed_at"))
+    if started is None or completed is None or completed >= started:
+        return None
+    return started, completed
+
+
+def _time_message(what: str, bounds: tuple[float, float], consequence: str) -> str:
+    started, completed = bounds
+    return (
+        f"{what} completed at {show(completed)}, {started - completed:.3f} s before it started "
+        f"({show(started)}); {consequence}"
+    )
+
+
+_MODEL_CALL = "durations and timelines built from it are negative (wall clocks are for correlation only, so this is a warning)"
+_TOOL_CALL = "NeMo Gym's tool-call validator rejects the record, and with it the whole observation bundle"
+
+
+@row_rule("time-reversed", reads=["row"])
+def time_reversed(subject: Subject) -> Iterator[Violation]:
+    row = subject.row
+    captured: dict[str, tuple[float, float]] = {}
+    for base, call in walk.capture_calls(row):
+        bounds = _reversed(call)
+        if bounds is None:
+            continue
+        call_id = walk.text(call.get("model_call_id"))
+        copies = [
+            p for p, c in walk.stated(row, "model_calls")
+            if call_id and c.get("model_call_id") == call_id and _reversed(c) == bounds
+        ]
+        if call_id:
+            captured.setdefault(call_id, bounds)
+        yield Violation(
+            child(base, "completed_at"),
+            _time_message("the captured model call", bounds, _MODEL_CALL),
+            tuple(subject.location(child(p, "completed_at")) for p in copies),
+            severity="warning",
+        )
+    for base, call in walk.stated(row, "model_calls"):
+        bounds = _reversed(call)
+        call_id = walk.text(call.get("model_call_id"))
+        if bounds is None or (call_id and captured.get(call_id) == bounds):
+            continue
+        yield Violation(child(base, "completed_at"), _time_message("the model call", bounds, _MODEL_CALL), severity="warning")
+    observed: dict[tuple[Any, Any], tuple[float, float]] = {}
+    for base, tool in walk.records(row, "tool_call"):
+        bounds = _reversed(tool)
+        if bounds is None:
+            continue
+        key = (tool.get("invocation_id"), tool.get("tool_call_id"))
+        observed.setdefault(key, bounds)
+        copies = [
+            p for p, t in walk.stated(row, "tool_calls")
+            if (t.get("invocation_id"), t.get("tool_call_id")) == key and _reversed(t) == bounds
+        ]
+        yield Violation(
+            child(base, "completed_at"),
+            _time_message(f"tool call {show(key[1])}", bounds, _TOOL_CALL),
+            tuple(subject.location(child(p, "completed_at")) for p in copies),
+        )
+    for base, tool in walk.stated(row, "tool_calls"):
+        bounds = _reversed(tool)
+        key = (tool.get("invocation_id"), tool.get("tool_call_id"))
+        if bounds is None or observed.get(key) == bounds:
+            continue
+        yield Violation(
+            child(base, "completed_at"),
+            _time_message(f"tool call {show(key[1])}", bounds, "NeMo Gym's trajectory validator rejects the record"),
+        )
+    for base, verifier in walk.verifier_invocations(row):
+        bounds = _reversed(verifier)
+        if bounds is not None:
+            yield Violation(
+                child(base, "completed_at"),
+                _time_message(f"verifier invocation {show(verifier.get('invocation_id'))}", bounds, _MODEL_CALL),
+                severity="warning",
+            )
