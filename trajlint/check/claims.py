@@ -1,0 +1,85 @@
+"""How the ownership rules name calls and claims, and cite the evidence behind a finding.
+
+A conflict finding points at one claim and cites every other claim on the call (and the call
+itself) in `related`, so a reader can open each place. Persisted rows repeat claims (an
+invocation's ref in the bundle and in the trajectory, a turn's ref next to its invocation's);
+`first_claims` folds such repeats so that one owner is one claimant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from trajlint.build.ledger import (
+    AGENT,
+    COMPACTION,
+    COMPACTION_AFTER,
+    COMPACTION_BEFORE,
+    SESSION,
+    TURN,
+    VERIFIER,
+    CallEntry,
+    Claim,
+    ref_key,
+)
+from trajlint.check.spec import Subject
+from trajlint.findings import Location
+
+_PHRASES = {
+    AGENT: "agent invocation {owner}",
+    SESSION: "agent invocation {owner} (through the call's session header)",
+    COMPACTION: "a compaction of invocation {owner}",
+    COMPACTION_BEFORE: "the before-compaction marker of invocation {owner}",
+    COMPACTION_AFTER: "the after-compaction marker of invocation {owner}",
+    VERIFIER: "verifier invocation {owner}",
+    TURN: "a stated turn of invocation {owner}",
+}
+
+
+def owner_text(owner: str | None) -> str:
+    return repr(owner) if owner is not None else "(no id)"
+
+
+def claim_phrase(claim: Claim) -> str:
+    return _PHRASES[claim.kind].format(owner=owner_text(claim.owner))
+
+
+def call_label(entry: CallEntry) -> str:
+    """How a message names a call: its capture id, else its response id, else its place."""
+    if entry.model_call_id:
+        return f"model call {entry.model_call_id!r}"
+    if entry.response_id:
+        return f"model call with response id {entry.response_id!r}"
+    return f"the model call at {entry.locations[0]}"
+
+
+def ref_label(ref: Any) -> str:
+    key = ref_key(ref)
+    if key is None:
+        return "an unusable reference"
+    call_id, server, response_id = key
+    if call_id:
+        return f"model_call_id {call_id!r}"
+    server_text = f" on {server[1]!r}" if server else ""
+    return f"response id {response_id!r}{server_text}"
+
+
+def first_claims(claims: Iterable[Claim], kinds: Iterable[str]) -> dict[str | None, Claim]:
+    """The first claim of each owner among claims of `kinds`, in claim order."""
+    wanted = set(kinds)
+    out: dict[str | None, Claim] = {}
+    for claim in claims:
+        if claim.kind in wanted:
+            out.setdefault(claim.owner, claim)
+    return out
+
+
+def cite(subject: Subject, entry: CallEntry, *, leave_out: str) -> tuple[Location, ...]:
+    """The call's places and every claim on it, except the one the finding points at."""
+    pointers = [*entry.locations, *(claim.pointer for claim in entry.claims)]
+    return tuple(subject.location(p) for p in dict.fromkeys(pointers) if p != leave_out)
+
+
+def places(subject: Subject, pointers: Iterable[str], *, leave_out: str = "") -> tuple[Location, ...]:
+    return tuple(subject.location(p) for p in dict.fromkeys(pointers) if p != leave_out)
