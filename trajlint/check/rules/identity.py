@@ -1,11 +1,14 @@
-"""TL4xx: identity across rows."""
+"""TL4xx: rollout identity — across rows, and between a row's keys, its trajectory and its capture."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
-from trajlint.check.spec import Subject, Violation, run_rule
+from trajlint.check import walk
+from trajlint.check.spec import Subject, Violation, row_rule, run_rule
 from trajlint.findings import Location, Rollout
+from trajlint.pointer import child
 
 
 @run_rule("duplicate-rollout-identity", reads=["row"])
@@ -43,3 +46,52 @@ class DuplicateRolloutIdentity:
                         others,
                     ),
                 )
+
+
+def _stated_ids(subject: Subject) -> tuple[Any, Any]:
+    stated = subject.row["ng_trajectory"]
+    return (stated.get("task_id"), stated.get("rollout_id")) if isinstance(stated, dict) else (None, None)
+
+
+@row_rule("turn-identity-mismatch", reads=["row", "trajectory"])
+def turn_identity_mismatch(subject: Subject) -> Iterator[Violation]:
+    """A stated turn that names another rollout than its own trajectory record."""
+    record = dict(zip(("task_id", "rollout_id"), _stated_ids(subject)))
+    for base, turn in walk.stated(subject.row, "turns"):
+        for name, expected in record.items():
+            value = turn.get(name)
+            if isinstance(expected, str) and isinstance(value, str) and value != expected:
+                yield Violation(
+                    child(base, name),
+                    f"the turn's {name} is {value!r} but its trajectory record's is {expected!r}; "
+                    "a turn of another rollout mixes two rollouts' rewards (NeMo Gym rejects the record)",
+                    (subject.location(child("", "ng_trajectory", name)),),
+                )
+
+
+@row_rule("trajectory-identity-mismatch", reads=["row"])
+def trajectory_identity_mismatch(subject: Subject) -> Iterator[Violation]:
+    """The stated trajectory or the capture names another rollout than the row's keys derive."""
+    identity = subject.rollout
+    if identity is None:
+        return  # the row keys derive no identity: nothing to compare with
+    found = []
+    if isinstance(subject.row.get("ng_trajectory"), dict):
+        task_id, rollout_id = _stated_ids(subject)
+        found += [("ng_trajectory", "task_id", task_id, identity.task_id),
+                  ("ng_trajectory", "rollout_id", rollout_id, identity.rollout_id)]
+    capture = subject.row.get("ng_model_call_capture")
+    if isinstance(capture, dict):
+        found.append(("ng_model_call_capture", "rollout_id", capture.get("rollout_id"), identity.rollout_id))
+    keys = [child("", k) for k in ("task_id", "problem_id", "instance_id", "_ng_task_index",
+                                   "_ng_rollout_index", "_ng_attempt_index", "_ng_rollout_id") if k in subject.row]
+    for section, name, value, derived in found:
+        if not isinstance(value, str) or value == derived:
+            continue
+        what = "capture" if section == "ng_model_call_capture" else "stated trajectory"
+        yield Violation(
+            child("", section, name),
+            f"the {what}'s {name} is {value!r}, but the row's keys make it {derived!r}; the "
+            f"{what} belongs to another rollout, or the row's keys were changed after collection",
+            tuple(subject.location(k) for k in keys),
+        )

@@ -1,0 +1,199 @@
+"""TL4xx: the structure of one row — unique ids, the invocation tree, references to invocations.
+
+Uniqueness is judged within one list (the capture's calls, the bundle's records, the
+trajectory's invocations ...): the same id in the bundle and in the trajectory is the same
+thing written twice by NeMo Gym's collector, not a duplicate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Iterator
+from typing import Any
+
+from trajlint.check import walk
+from trajlint.check.claims import places
+from trajlint.check.spec import Subject, Violation, row_rule
+from trajlint.pointer import child
+
+
+def _repeats(keyed: Iterable[tuple[str, Hashable]]) -> Iterator[tuple[str, Hashable, list[str]]]:
+    """(pointer, key, every pointer of that key) for each occurrence after a key's first."""
+    seen: dict[Hashable, list[str]] = {}
+    for ptr, key in keyed:
+        seen.setdefault(key, []).append(ptr)
+    for key, pointers in seen.items():
+        for ptr in pointers[1:]:
+            yield ptr, key, pointers
+
+
+def _ids(found: Iterable[tuple[str, dict[str, Any]]], field: str) -> Iterator[tuple[str, str]]:
+    for base, item in found:
+        value = walk.text(item.get(field))
+        if value is not None:
+            yield child(base, field), value
+
+
+@row_rule("duplicate-model-call-id", reads=["row", "model-calls"])
+def duplicate_model_call_id(subject: Subject) -> Iterator[Violation]:
+    row = subject.row
+    lists = (
+        ("captured calls", "NeMo Gym's projection fails on it and the row loses its whole trajectory",
+         walk.capture_calls(row)),
+        ("trajectory model calls", "NeMo Gym rejects the trajectory record",
+         walk.stated(row, "model_calls")),
+    )
+    for where, consequence, found in lists:
+        for ptr, call_id, pointers in _repeats(_ids(found, "model_call_id")):
+            yield Violation(
+                ptr,
+                f"model_call_id {call_id!r} is used by {len(pointers)} {where}; a capture id names "
+                f"one call, so references to it are ambiguous and {consequence}",
+                places(subject, pointers, leave_out=ptr),
+            )
+
+
+@row_rule("duplicate-invocation-id", reads=["row"])
+def duplicate_invocation_id(subject: Subject) -> Iterator[Violation]:
+    row = subject.row
+    lists = (
+        ("agent_invocation records of the observation bundle", walk.records(row, "agent_invocation")),
+        ("invocations of the trajectory", walk.stated(row, "invocations")),
+        ("verifier invocations", walk.verifier_invocations(row)),
+    )
+    for where, found in lists:
+        for ptr, invocation_id, pointers in _repeats(_ids(found, "invocation_id")):
+            yield Violation(
+                ptr,
+                f"invocation_id {invocation_id!r} is used by {len(pointers)} {where}; claims, turns "
+                "and tool calls naming it cannot tell the invocations apart (NeMo Gym rejects the "
+                "bundle or trajectory that holds them)",
+                places(subject, pointers, leave_out=ptr),
+            )
+
+
+@row_rule("duplicate-turn-number", reads=["row", "trajectory"])
+def duplicate_turn_number(subject: Subject) -> Iterator[Violation]:
+    keyed = (
+        (child(base, "turn_no"), (turn.get("invocation_id"), turn.get("turn_no")))
+        for base, turn in walk.stated(subject.row, "turns")
+        if isinstance(turn.get("invocation_id"), str) and type(turn.get("turn_no")) is int
+    )
+    for ptr, (invocation_id, turn_no), pointers in _repeats(keyed):
+        yield Violation(
+            ptr,
+            f"invocation {invocation_id!r} has {len(pointers)} turns numbered {turn_no}; a turn "
+            "number identifies one turn of its invocation (NeMo Gym rejects the trajectory record)",
+            places(subject, pointers, leave_out=ptr),
+        )
+
+
+@row_rule("duplicate-tool-call", reads=["row"])
+def duplicate_tool_call(subject: Subject) -> Iterator[Violation]:
+    row = subject.row
+    lists = (
+        ("tool_call records of the observation bundle", walk.records(row, "tool_call")),
+        ("tool calls of the trajectory", walk.stated(row, "tool_calls")),
+    )
+    for where, found in lists:
+        keyed = (
+            (child(base, "tool_call_id"), (tool.get("invocation_id"), tool.get("tool_call_id")))
+            for base, tool in found
+            if isinstance(tool.get("invocation_id"), str) and isinstance(tool.get("tool_call_id"), str)
+        )
+        for ptr, (invocation_id, tool_call_id), pointers in _repeats(keyed):
+            yield Violation(
+                ptr,
+                f"tool call {tool_call_id!r} of invocation {invocation_id!r} appears {len(pointers)} "
+                f"times among the {where}; NeMo Gym merges tool evidence by this key, so one "
+                "record's timing and output silently replace the other's",
+                places(subject, pointers, leave_out=ptr),
+            )
+
+
+def _parents(row: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
+    """invocation id -> [(parent id, pointer of parent_invocation_id)], every place it stands."""
+    parents: dict[str, list[tuple[str, str]]] = {}
+    for base, invocation in walk.invocations(row):
+        invocation_id = invocation.get("invocation_id")
+        parent = invocation.get("parent_invocation_id")
+        if isinstance(invocation_id, str) and isinstance(parent, str):
+            parents.setdefault(invocation_id, []).append((parent, child(base, "parent_invocation_id")))
+    return parents
+
+
+def _known_invocations(row: dict[str, Any]) -> set[str]:
+    return {i["invocation_id"] for _, i in walk.invocations(row) if isinstance(i.get("invocation_id"), str)}
+
+
+@row_rule("parent-cycle", reads=["row"])
+def parent_cycle(subject: Subject) -> Iterator[Violation]:
+    parents = _parents(subject.row)
+    reported: set[str] = set()
+    for start in parents:
+        path: list[str] = []
+        node: str | None = start
+        while node in parents and node not in path and node not in reported:
+            path.append(node)
+            node = parents[node][0][0]
+        if node is None or node not in path:
+            continue
+        cycle = path[path.index(node):]
+        reported.update(cycle)
+        pointers = [ptr for member in cycle for _, ptr in parents[member]]
+        loop = " → ".join(repr(m) for m in [*cycle, cycle[0]])
+        yield Violation(
+            pointers[0],
+            f"invocation parents form a cycle: {loop}; a subagent tree has a root, so no "
+            "invocation can be its own ancestor (NeMo Gym rejects the observation bundle)",
+            places(subject, pointers, leave_out=pointers[0]),
+        )
+
+
+@row_rule("dangling-parent", reads=["row"])
+def dangling_parent(subject: Subject) -> Iterator[Violation]:
+    known = _known_invocations(subject.row)
+    for invocation_id, claims in _parents(subject.row).items():
+        missing = [(parent, ptr) for parent, ptr in claims if parent not in known]
+        if not missing:
+            continue
+        parent, ptr = missing[0]
+        yield Violation(
+            ptr,
+            f"invocation {invocation_id!r} names parent {parent!r}, which is not among the row's "
+            "invocations; the subagent cannot be attached to its tree (NeMo Gym allows partial "
+            "trees, usually with a subagent_* gap saying why)",
+            places(subject, (p for _, p in missing), leave_out=ptr),
+        )
+
+
+def _named_invocations(row: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
+    """(pointer of invocation_id, the id, what names it) for tool calls, compactions and turns."""
+    named = (
+        ("a tool call record", walk.records(row, "tool_call")),
+        ("a compaction record", walk.records(row, "context_compaction")),
+        ("a trajectory tool call", walk.stated(row, "tool_calls")),
+        ("a stated turn", walk.stated(row, "turns")),
+    )
+    for what, found in named:
+        for ptr, invocation_id in _ids(found, "invocation_id"):
+            yield ptr, invocation_id, what
+
+
+@row_rule("unknown-invocation", reads=["row"])
+def unknown_invocation(subject: Subject) -> Iterator[Violation]:
+    known = _known_invocations(subject.row)
+    unknown: dict[str, list[tuple[str, str]]] = {}
+    for ptr, invocation_id, what in _named_invocations(subject.row):
+        if invocation_id not in known:
+            unknown.setdefault(invocation_id, []).append((ptr, what))
+    names = sorted(known)
+    held = ", ".join(repr(n) for n in names[:4]) + (", …" if len(names) > 4 else "") if names else "none"
+    for invocation_id, uses in unknown.items():
+        ptr, what = uses[0]
+        who = f"{what} names" if len(uses) == 1 else f"{len(uses)} records ({what} first) name"
+        yield Violation(
+            ptr,
+            f"{who} invocation {invocation_id!r}, which the row does not hold (it holds: "
+            f"{held}); such tool calls, compactions and turns cannot be attributed to an agent",
+            places(subject, (p for p, _ in uses), leave_out=ptr),
+        )
