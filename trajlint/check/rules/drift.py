@@ -1,0 +1,300 @@
+"""TL5xx: the stated trajectory against the evidence it was built from.
+
+`trajectory-drift` compares the stated turns with the turns the ledger supports
+(`build.expected_turns`); a stated turn on a compaction helper or a verifier-owned call is left
+to `compaction-call-as-turn` / `verifier-call-as-turn`, a reference that matches no call to
+`unmatched-reference`, and a turn that went to one of two claimants to `ownership-conflict`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from trajlint.build.dialects import turn_content
+from trajlint.build.ledger import AGENT_KINDS, OUTCOME_TURN, TURN, CallEntry, Claim
+from trajlint.check import walk
+from trajlint.check.claims import call_label, cite, first_claims, owner_text, places
+from trajlint.check.schema_errors import show
+from trajlint.check.spec import Subject, Violation, row_rule
+from trajlint.pointer import child
+
+CONTENT = "info"  # drift in what one turn says; drift in which turns exist keeps the rule's severity
+
+
+def _turn_index(claim: Claim) -> int:
+    return int(claim.pointer.split("/")[3])  # /ng_trajectory/turns/<t>/model_calls/<j>
+
+
+def _turn_name(turn: dict[str, Any]) -> str:
+    return f"stated turn {owner_text(turn.get('invocation_id'))}#{show(turn.get('turn_no'))}"
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value == [] or value == {} or value == ""
+
+
+class _View:
+    """The stated turns and the ledger, cross-indexed once per row."""
+
+    def __init__(self, subject: Subject):
+        build = subject.build
+        self.calls = build.ledger.calls
+        turn_calls = [e.index for e in self.calls if e.outcome == OUTCOME_TURN]
+        self.expected = dict(zip(turn_calls, build.expected_turns))
+        self.model_calls = build.trajectory["model_calls"]
+        self.refs: dict[int, list[CallEntry]] = {}  # stated turn index -> calls its refs name
+        self.turns_of: dict[int, list[Claim]] = {}  # call index -> stated-turn claims on it
+        for entry in self.calls:
+            for claim in entry.claims_of(TURN):
+                self.refs.setdefault(_turn_index(claim), []).append(entry)
+                self.turns_of.setdefault(entry.index, []).append(claim)
+        self.unresolved_turns = {
+            _turn_index(u.claim) for u in build.ledger.unresolved if u.claim.kind == TURN
+        }
+
+    def tool_calls(self, entry: CallEntry) -> int:
+        call = self.model_calls[entry.index]
+        return turn_content(call["request"], call["response"]).tool_calls
+
+    def dialect(self, entry: CallEntry) -> Any:
+        return self.model_calls[entry.index]["response_metadata"].get("dialect")
+
+
+def _missing_turns(subject: Subject, view: _View) -> Iterator[Violation]:
+    for index, turn in view.expected.items():
+        if index in view.turns_of:
+            continue
+        entry = view.calls[index]
+        owner = turn["invocation_id"]
+        claim = first_claims(entry.claims, AGENT_KINDS).get(owner)
+        yield Violation(
+            entry.locations[0],
+            f"{call_label(entry)} belongs to agent invocation {owner_text(owner)}"
+            f"{f' ({claim.pointer})' if claim else ''} and returned a response, so it is a policy "
+            "turn, but no stated turn references it",
+            cite(subject, entry, leave_out=entry.locations[0]),
+        )
+
+
+def _content(subject: Subject, view: _View, base: str, turn: dict[str, Any], entry: CallEntry) -> Iterator[Violation]:
+    expected = view.expected[entry.index]
+    name = _turn_name(turn)
+    hollow = [f for f in ("answer", "reasoning_content") if _empty(turn.get(f)) and not _empty(expected[f])]
+    if hollow:
+        why = (
+            " (NeMo Gym 0.7.0 reads no Anthropic Messages response, so its turns on them are hollow)"
+            if view.dialect(entry) == "messages"
+            else ""
+        )
+        yield Violation(
+            child(base, hollow[0]),
+            f"{name} has no {' and no '.join(hollow)}, but the response of {call_label(entry)} "
+            f"holds {'both' if len(hollow) > 1 else 'one'}{why}",
+            cite(subject, entry, leave_out=""),
+            severity=CONTENT,
+        )
+    steps = turn.get("step_count")
+    if type(steps) is int:
+        before = expected["step_count"]
+        including = before + view.tool_calls(entry)
+        if steps not in (before, including):
+            counted = f"{before}" if before == including else f"{before} ({including} counting this turn's)"
+            yield Violation(
+                child(base, "step_count"),
+                f"{name} has step_count {steps}, but its invocation's calls made {counted} tool "
+                "calls before it; a cumulative step count matches neither",
+                cite(subject, entry, leave_out=""),
+                severity=CONTENT,
+            )
+    resolved, row_resolved = turn.get("resolved"), subject.row.get("resolved")
+    if isinstance(resolved, bool) and isinstance(row_resolved, bool) and resolved != row_resolved:
+        yield Violation(
+            child(base, "resolved"),
+            f"{name} says resolved={show(resolved)}, but the row's verifier result is "
+            f"resolved={show(row_resolved)}",
+            (subject.location("/resolved"),),
+            severity=CONTENT,
+        )
+
+
+def _stated_turn(subject: Subject, view: _View, t: int, turn: dict[str, Any]) -> Iterator[Violation]:
+    base = child("", "ng_trajectory", "turns", t)
+    name = _turn_name(turn)
+    refs = turn.get("model_calls")
+    if not refs:
+        yield Violation(
+            base,
+            f"{name} references no model call, though the row holds {len(view.calls)}; a turn "
+            "that names no call cannot be checked against the capture or counted for tokens",
+        )
+        return
+    entries = [e for e in view.refs.get(t, []) if not (e.is_helper or e.is_verifier_owned)]
+    if not entries:
+        return  # unresolved references and helper/verifier turns have rules of their own
+    invocation = turn.get("invocation_id")
+    for entry in entries:
+        if entry.index in view.expected and view.expected[entry.index]["invocation_id"] == invocation:
+            yield from _content(subject, view, base, turn, entry)
+            return
+    entry = entries[0]
+    owners = entry.agent_owners(valid_only=False)
+    if not entry.has_response:
+        why = "returned no response (a call that returned nothing is no policy decision)"
+    elif not owners:
+        why = "no agent invocation claims"
+    elif invocation in owners:
+        return  # the call went to another claimant: ownership-conflict reports it
+    else:
+        why = f"belongs to agent invocation {owner_text(owners[0])}"
+    ref = next(c for c in view.turns_of[entry.index] if _turn_index(c) == t)
+    yield Violation(
+        ref.pointer,
+        f"{name} references {call_label(entry)}, which {why}",
+        cite(subject, entry, leave_out=ref.pointer),
+    )
+
+
+def _shared_calls(subject: Subject, view: _View) -> Iterator[Violation]:
+    for index, claims in view.turns_of.items():
+        entry = view.calls[index]
+        if entry.is_helper or entry.is_verifier_owned:
+            continue
+        by_turn: dict[int, Claim] = {}
+        for claim in claims:
+            by_turn.setdefault(_turn_index(claim), claim)
+        for claim in list(by_turn.values())[1:]:
+            yield Violation(
+                claim.pointer,
+                f"{call_label(entry)} is referenced by {len(by_turn)} stated turns; one model call "
+                "is one policy decision, so one turn",
+                cite(subject, entry, leave_out=claim.pointer),
+            )
+
+
+@row_rule("trajectory-drift", reads=["row", "trajectory", "model-calls"])
+def trajectory_drift(subject: Subject) -> Iterator[Violation]:
+    stated = subject.row["ng_trajectory"]
+    if not isinstance(stated, dict):
+        return
+    view = _View(subject)
+    yield from _missing_turns(subject, view)
+    turns = stated.get("turns")
+    for t, turn in enumerate(turns if isinstance(turns, list) else []):
+        if isinstance(turn, dict) and (t in view.refs or t not in view.unresolved_turns):
+            yield from _stated_turn(subject, view, t, turn)
+    yield from _shared_calls(subject, view)
+
+
+# -- gaps --------------------------------------------------------------------------------------
+
+#: Gap codes that say two pieces of evidence disagree, or that evidence was rejected or lost:
+#: a warning. Every other code (availability: `*_unavailable`, `*_missing`, `no_sandbox_runtime`,
+#: `multimodal_history_redacted`, and any code trajlint does not know) is information.
+WARNING_GAPS: dict[str, str] = {
+    "model_call_reference_conflict": "a call is claimed by two invocations, or a compaction names another invocation's call",
+    "model_call_reference_ambiguous": "a reference matches several captured calls",
+    "model_call_reference_unmatched": "a reference matches no captured call",
+    "compaction_model_call_match_ambiguous": "several calls could be the compaction's helper",
+    "model_response_id_reused": "the backend reused a response id",
+    "conflicting_subagent_parent": "the evidence names different parents for a subagent",
+    "cyclic_subagent_parent": "subagent parents would form a cycle",
+    "subagent_parent_ambiguous": "a subagent's parent is ambiguous",
+    "subagent_spawn_ambiguous": "the spawning tool call is ambiguous",
+    "tool_call_identity_ambiguous": "a tool call id is ambiguous",
+    "ambiguous_tool_artifact": "tool evidence was duplicated",
+    "duplicate_tool_call": "the same tool call was observed twice",
+    "tool_timing_invalid": "a tool call ended before it started",
+    "trajectory_projection_failed": "NeMo Gym could not build the trajectory",
+    "producer_trajectory_invalid": "the agent's own trajectory failed validation and was dropped",
+    "producer_trajectory_identity_mismatch": "the agent's trajectory named another rollout",
+    "agent_observations_invalid": "the observation bundle failed validation and was dropped",
+    "agent_observation_join_failed": "joining observations to the capture failed",
+    "compaction_model_call_join_failed": "associating compaction helper calls failed",
+    "model_call_capture_gap_invalid": "a capture gap was malformed",
+    "model_call_capture_incomplete": "a capture write failed; calls may be missing",
+    "model_call_capture_records_unreadable": "some captured calls could not be read",
+    "model_call_capture_unreadable": "the capture store could not be read",
+    "observation_capture_failed": "the agent's observation collection failed",
+    "observation_parse_failed": "the harness artifact could not be parsed",
+}
+
+INFO_GAPS: dict[str, str] = {
+    "model_call_ownership_unavailable": "a captured call (or compaction helper) is owned by no invocation",
+    "model_calls_unavailable": "the trajectory has no model calls",
+    "turns_unavailable": "no turns could be observed",
+    "conversation_unavailable": "no invocation has a conversation",
+    "model_call_capture_no_records": "capture was on but recorded nothing for this rollout",
+    "model_call_reference_unavailable": "a turn's response had no id, so no call reference",
+    "resolution_unavailable": "the verifier result had no boolean `resolved`",
+    "multimodal_history_redacted": "image history was redacted; payload copies are omitted",
+    "no_sandbox_runtime": "the agent ran without a sandbox runtime",
+}
+
+
+def _gap_key(gap: dict[str, Any]) -> tuple[Any, Any, Any]:
+    return (gap.get("code"), gap.get("invocation_id"), gap.get("detail"))
+
+
+def _gap_text(code: str, invocation_id: Any, detail: Any) -> str:
+    where = f" for invocation {invocation_id!r}" if isinstance(invocation_id, str) else ""
+    said = f" ({detail})" if isinstance(detail, str) and detail else ""
+    meaning = WARNING_GAPS.get(code) or INFO_GAPS.get(code)
+    if meaning is None:
+        meaning = "reported by the producer" if code.endswith(("_unavailable", "_missing")) else "a code trajlint does not know"
+    return f"gap `{code}`{where}{said}: {meaning}"
+
+
+@row_rule("observation-gap", reads=["row"])
+def observation_gap(subject: Subject) -> Iterator[Violation]:
+    """Every gap the row carries, once: a persisted row repeats the bundle's and capture's gaps."""
+    seen: dict[tuple[Any, Any, Any], list[str]] = {}
+    for ptr, gap in walk.gaps(subject.row):
+        if isinstance(gap.get("code"), str):
+            seen.setdefault(_gap_key(gap), []).append(ptr)
+    for (code, invocation_id, detail), pointers in seen.items():
+        yield Violation(
+            pointers[0],
+            f"NeMo Gym {_gap_text(code, invocation_id, detail)}",
+            places(subject, pointers, leave_out=pointers[0]),
+            severity="warning" if code in WARNING_GAPS else "info",
+        )
+
+
+_JOIN_CODES = ("model_call_reference_conflict", "model_call_reference_ambiguous", "model_call_reference_unmatched")
+
+
+def _is_join_gap(gap: dict[str, Any]) -> bool:
+    if gap["code"] in _JOIN_CODES:
+        return True
+    detail = gap["detail"] or ""
+    return gap["code"] == "model_call_ownership_unavailable" and detail.startswith(("capture:", "model_calls:"))
+
+
+def _named_calls(subject: Subject, detail: Any) -> list[CallEntry]:
+    """The calls a join gap's detail names (`<id>`, `model_calls:<id>`, `capture:<id>:call_index=n`)."""
+    if not isinstance(detail, str):
+        return []
+    label = detail.split(":", 1)[1] if detail.split(":", 1)[0] in (
+        "model_calls", "before_model_call", "after_model_call", "capture") else detail
+    label = label.split(":call_index=", 1)[0]
+    return [e for e in subject.build.ledger.calls if label in (e.model_call_id, e.response_id)]
+
+
+@row_rule("gap-unreported", reads=["row", "trajectory", "observations", "capture"])
+def gap_unreported(subject: Subject) -> Iterator[Violation]:
+    """A join conflict the evidence shows that the stated trajectory's gaps leave out."""
+    stated = {_gap_key(gap) for _, gap in walk.stated(subject.row, "gaps")}
+    gaps = subject.row["ng_trajectory"].get("gaps")
+    ptr = "/ng_trajectory/gaps" if isinstance(gaps, list) else "/ng_trajectory"
+    for gap in subject.build.trajectory["gaps"]:
+        if not _is_join_gap(gap) or _gap_key(gap) in stated:
+            continue
+        related = [loc for e in _named_calls(subject, gap["detail"]) for loc in cite(subject, e, leave_out="")]
+        yield Violation(
+            ptr,
+            f"joining the observations to the capture gives {_gap_text(gap['code'], gap['invocation_id'], gap['detail'])}; "
+            "the stated trajectory's gaps do not record it, so a reader of the trajectory alone "
+            "takes the evidence for complete",
+            tuple(related),
+        )
