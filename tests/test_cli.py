@@ -251,3 +251,38 @@ def test_real_process_threshold_flags(tmp_path):
     assert status("--select", "TL9") == 0
     assert status("--select", "TL9x") == 2
     assert status("--output-format", "json", "--output-format", "sarif") == 2
+
+
+def test_ci_recipes_in_the_docs_work(tmp_path, monkeypatch):
+    """The documented GitHub and GitLab jobs parse, and their trajlint commands do what the docs say."""
+    import re
+    import shlex
+    import shutil
+
+    yaml = pytest.importorskip("yaml")
+    docs = (ROOT / "docs" / "ci.md").read_text()
+    github, gitlab, precommit = (yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", docs, re.S))
+    steps = github["jobs"]["trajlint"]["steps"]
+    command = next(step["run"] for step in steps if "trajlint check" in step.get("run", ""))
+    upload = next(step for step in steps if step.get("uses", "").startswith("github/codeql-action/upload-sarif"))
+    assert command in (ROOT / "README.md").read_text()
+    assert github["permissions"]["security-events"] == "write"
+    assert precommit["repos"][0]["hooks"][0]["id"] == "trajlint"
+
+    (tmp_path / "runs").mkdir()
+    shutil.copy(EXAMPLES / "broken.jsonl", tmp_path / "runs" / "broken.jsonl")
+    monkeypatch.chdir(tmp_path)
+    summary = tmp_path / "summary.md"
+    result = CliRunner().invoke(main, shlex.split(command)[1:], env={"GITHUB_STEP_SUMMARY": str(summary)})
+    assert result.exit_code == 1
+    assert result.stdout.startswith("::error file=runs/broken.jsonl,line=1,title=trajlint TL102")
+    sarif = json.loads((tmp_path / upload["with"]["sarif_file"]).read_text())
+    assert sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == (
+        "runs/broken.jsonl"
+    )
+    assert summary.read_text().startswith("## trajlint")
+
+    (gitlab_command,) = [line for line in gitlab["trajlint"]["script"] if line.startswith("trajlint check")]
+    result = CliRunner().invoke(main, shlex.split(gitlab_command)[1:])
+    assert result.exit_code == 1
+    assert (tmp_path / gitlab["trajlint"]["artifacts"]["reports"]["junit"]).read_text().startswith("<?xml")
