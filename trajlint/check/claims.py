@@ -66,13 +66,25 @@ def ref_label(ref: Any) -> str:
 
 
 def first_claims(claims: Iterable[Claim], kinds: Iterable[str]) -> dict[str | None, Claim]:
-    """The first claim of each owner among claims of `kinds`, in claim order."""
+    """One claim per owner among claims of `kinds`, owners in claim order.
+
+    The claim kept is the owner's first outside the stated trajectory when it has one: in a
+    persisted row the trajectory's invocations are copies of the bundle's, and a finding should
+    point where the harness wrote the claim.
+    """
     wanted = set(kinds)
     out: dict[str | None, Claim] = {}
     for claim in claims:
-        if claim.kind in wanted:
-            out.setdefault(claim.owner, claim)
+        if claim.kind not in wanted:
+            continue
+        kept = out.get(claim.owner)
+        if kept is None or (_in_trajectory(kept) and not _in_trajectory(claim)):
+            out[claim.owner] = claim
     return out
+
+
+def _in_trajectory(claim: Claim) -> bool:
+    return claim.pointer.startswith("/ng_trajectory/")
 
 
 def cite(subject: Subject, entry: CallEntry, *, leave_out: str) -> tuple[Location, ...]:

@@ -95,15 +95,15 @@ def _content(subject: Subject, view: _View, base: str, turn: dict[str, Any], ent
             severity=CONTENT,
         )
     steps = turn.get("step_count")
-    if type(steps) is int:
+    if type(steps) is int and steps >= 0:  # a negative or non-integer count is the count rules'
         before = expected["step_count"]
         including = before + view.tool_calls(entry)
         if steps not in (before, including):
-            counted = f"{before}" if before == including else f"{before} ({including} counting this turn's)"
+            counted = f"{before}" if before == including else f"{before} (or {including} with this turn's own)"
             yield Violation(
                 child(base, "step_count"),
-                f"{name} has step_count {steps}, but its invocation's calls made {counted} tool "
-                "calls before it; a cumulative step count matches neither",
+                f"{name} has step_count {steps}, but the tool calls its invocation made before it "
+                f"number {counted}",
                 cite(subject, entry, leave_out=""),
                 severity=CONTENT,
             )
