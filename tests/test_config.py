@@ -66,26 +66,30 @@ def test_no_file_means_defaults(tmp_path):
 def test_config_in_pyproject_applies_every_key(project):
     (project / "pyproject.toml").write_text(
         '[project]\nname = "demo"\n\n[tool.trajlint]\n'
-        'select = ["TL0", "TL1", "TL4"]\n'
+        'select = ["TL0", "TL104", "TL401"]\n'
         'ignore = ["TL002"]\n'
         'severity = { TL401 = "warning", "trajectory-schema" = "info" }\n'
-        'per-file-ignores = { "runs/broken.jsonl" = ["capture-schema"] }\n'
+        'per-file-ignores = { "runs/broken.jsonl" = ["row-not-object"] }\n'
         'fail-level = "warning"\n'
     )
     status, doc = findings("runs")
     codes = {(f["code"], f["severity"]) for f in doc["findings"]}
-    assert codes == {("TL003", "error"), ("TL104", "info"), ("TL401", "warning")}
-    assert "TL002" not in doc["summary"]["rules"] and "TL101" in doc["summary"]["rules"]
+    assert codes == {("TL104", "info"), ("TL401", "warning")}
+    assert "TL002" not in doc["summary"]["rules"]
+    assert {"TL001", "TL003", "TL104", "TL401", "TL901"} <= set(doc["summary"]["rules"])
+    assert not any(code.startswith(("TL1", "TL4")) and code not in ("TL104", "TL401") for code in doc["summary"]["rules"])
     assert status == 1
     # The command line overrides the file.
-    status, doc = findings("--fail-level", "error", "--ignore", "TL003", "runs")
-    assert status == 0 and {f["code"] for f in doc["findings"]} == {"TL104", "TL401"}
+    status, doc = findings("--fail-level", "error", "runs")
+    assert status == 0
+    status, doc = findings("--fail-level", "error", "--extend-select", "TL002", "runs")
+    assert status == 1 and {f["code"] for f in doc["findings"]} == {"TL002", "TL104", "TL401"}
     status, _ = findings("--isolated", "runs")
     assert status == 1
 
 
 def test_trajlint_toml_is_found_from_a_subdirectory(project):
-    (project / "trajlint.toml").write_text('select = ["TL4"]\n')
+    (project / "trajlint.toml").write_text('select = ["TL401"]\n')
     (project / "runs" / "deeper").mkdir()
     import os
 
@@ -106,11 +110,13 @@ def test_config_option_names_the_file(project, tmp_path_factory):
 
 
 def test_selection_layers_file_then_command_line(project):
-    (project / "trajlint.toml").write_text('select = ["TL1"]\nignore = ["TL104"]\n')
+    (project / "trajlint.toml").write_text('select = ["TL0"]\nignore = ["TL002"]\n')
     _, doc = findings("runs")
-    assert {f["code"] for f in doc["findings"]} == {"TL102"}
-    _, doc = findings("--extend-select", "TL104", "runs")
-    assert {f["code"] for f in doc["findings"]} == {"TL102", "TL104"}
+    assert {f["code"] for f in doc["findings"]} == {"TL003"}
+    _, doc = findings("--extend-select", "TL002", "runs")
+    assert {f["code"] for f in doc["findings"]} == {"TL002", "TL003"}
+    _, doc = findings("--ignore", "TL003", "runs")
+    assert doc["findings"] == []
     _, doc = findings("--select", "TL401", "runs")
     assert {f["code"] for f in doc["findings"]} == {"TL401"}
 
@@ -147,10 +153,10 @@ def test_per_file_ignores_globs_relative_to_the_config_and_negation(project):
 
 def test_profile_severities_apply_before_the_users(project, monkeypatch):
     monkeypatch.setitem(select.PROFILES, "nemo-gym-0.7", {"duplicate-rollout-identity": "info"})
-    _, doc = findings("--profile", "nemo-gym-0.7", "--select", "TL4", "runs")
+    _, doc = findings("--profile", "nemo-gym-0.7", "--select", "TL401", "runs")
     assert {f["severity"] for f in doc["findings"]} == {"info"}
     (project / "trajlint.toml").write_text('profile = "nemo-gym-0.7"\nseverity = { TL401 = "warning" }\n')
-    status, doc = findings("--select", "TL4", "runs")
+    status, doc = findings("--select", "TL401", "runs")
     assert status == 0 and {f["severity"] for f in doc["findings"]} == {"warning"}
     assert check("--profile", "nemo-gym-0.8", "runs").exit_code == 2
 

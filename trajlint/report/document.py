@@ -13,7 +13,7 @@ from typing import Any
 
 from trajlint import __version__
 from trajlint.check.engine import Result
-from trajlint.findings import SEVERITIES, Finding
+from trajlint.findings import SEVERITIES, Finding, severity_rank
 from trajlint.report.context import Report, rule_infos
 
 SCHEMA_VERSION = "1.1"
@@ -31,6 +31,9 @@ def summary(
             finding.code, {"name": finding.name, "severity": finding.severity, "count": 0}
         )
         entry["count"] += 1
+        # A rule may weigh its findings differently; the rule's row shows the most severe.
+        if severity_rank(finding.severity) < severity_rank(entry["severity"]):
+            entry["severity"] = finding.severity
     return {
         "files": result.files,
         "lines": result.lines,
