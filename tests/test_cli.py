@@ -291,3 +291,21 @@ def test_ci_recipes_in_the_docs_work(tmp_path, monkeypatch):
     result = CliRunner().invoke(main, shlex.split(gitlab_command)[1:])
     assert result.exit_code == 1
     assert (tmp_path / gitlab["trajlint"]["artifacts"]["reports"]["junit"]).read_text().startswith("<?xml")
+
+
+def test_build_command_writes_rows_and_reports_what_it_cannot_build(tmp_path):
+    out = tmp_path / "built.jsonl"
+    result = CliRunner().invoke(main, ["build", str(EXAMPLES / "clean.jsonl"), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 3 and all("ng_trajectory" in row and "trajlint" in row for row in rows)
+
+    broken = CliRunner().invoke(main, ["build", "--trajectory-only", str(EXAMPLES / "broken.jsonl")])
+    assert broken.exit_code == 1
+    assert "TL002 invalid-json" in broken.stderr and "TL003 row-not-object" in broken.stderr
+    assert all("turns" in json.loads(line) for line in broken.stdout.splitlines())
+
+    target = tmp_path / "rows.jsonl"
+    target.write_bytes((EXAMPLES / "clean.jsonl").read_bytes())
+    refused = CliRunner().invoke(main, ["build", str(target), "-o", str(target)])
+    assert refused.exit_code == 2 and target.read_bytes() == (EXAMPLES / "clean.jsonl").read_bytes()

@@ -363,6 +363,62 @@ def baseline_command(output: str | None, **options: Any) -> None:
     )
 
 
+@main.command("build")
+@click.argument("paths", nargs=-1)
+@click.option("-o", "--output", metavar="FILE", help="Write the rows to FILE instead of standard output.")
+@click.option("--trajectory-only", is_flag=True, help="Write only each row's built trajectory.")
+@click.option(
+    "--max-row-bytes",
+    type=click.IntRange(min=1),
+    help="Lines longer than this are reported (row-too-large) and skipped. [default: 268435456]",
+)
+@_guarded
+def build_command(paths: tuple[str, ...], output: str | None, trajectory_only: bool, max_row_bytes: int | None) -> None:
+    """Write every row with its built trajectory and ownership ledger, as JSONL.
+
+    Each parseable row comes out with `ng_trajectory` replaced by the build and a `trajlint` key
+    holding the ledger. Lines that cannot be built are reported on standard error and left out:
+    exit 0 when every line was built, 1 otherwise, 2 on an internal error.
+    """
+    from trajlint.build_rows import write_builds
+    from trajlint.check.engine import INTERNAL_ERROR, load_rules
+    from trajlint.read import DEFAULT_MAX_ROW_BYTES
+    from trajlint.report import formats, outputs as report_outputs
+    from trajlint.report.text import finding_line
+
+    sources = _sources(paths)
+    if output is not None:
+        problem = report_outputs.problem([formats.Output("jsonl", output)], [s.path for s in sources])
+        if problem:
+            raise click.UsageError(problem)
+    rules = load_rules()
+    input_rules = [spec for spec in rules.values() if spec.entry.family == "input"]
+    internal = next((spec for spec in rules.values() if spec.name == INTERNAL_ERROR), None)
+    try:
+        handle = open(output, "wb") if output is not None else sys.stdout.buffer
+    except OSError as exc:
+        raise Failure(f"cannot write {output}: {exc.strerror or exc}") from None
+    try:
+        result = write_builds(
+            sources,
+            input_rules,
+            handle,
+            internal,
+            max_row_bytes=max_row_bytes or DEFAULT_MAX_ROW_BYTES,
+            trajectory_only=trajectory_only,
+        )
+    finally:
+        if output is not None:
+            handle.close()
+        else:
+            handle.flush()
+    for finding in result.failures:
+        click.echo(finding_line(finding), err=True)
+    if result.internal_errors:
+        sys.exit(EXIT_ERROR)
+    sys.exit(EXIT_FINDINGS if result.failures else EXIT_CLEAN)
+
+
 def text_summary(report: Any) -> str:
     from trajlint.report.text import summary_line
 
