@@ -319,6 +319,8 @@ def check(
 @click.option(
     "-o",
     "--output",
+    "--output-file",
+    "output",
     metavar="PATH",
     help="The baseline file to write. [default: the configuration's `baseline`, else "
     ".trajlint-baseline.json]",
@@ -365,7 +367,9 @@ def baseline_command(output: str | None, **options: Any) -> None:
 
 @main.command("build")
 @click.argument("paths", nargs=-1)
-@click.option("-o", "--output", metavar="FILE", help="Write the rows to FILE instead of standard output.")
+@click.option(
+    "-o", "--output", "--output-file", "output", metavar="FILE", help="Write the rows to FILE instead of standard output."
+)
 @click.option("--trajectory-only", is_flag=True, help="Write only each row's built trajectory.")
 @click.option(
     "--max-row-bytes",
