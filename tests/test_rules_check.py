@@ -121,3 +121,64 @@ def test_a_severity_set_for_the_rule_overrides_its_findings_own(rules, tmp_path)
     chosen = rule_set(rules, severity={"observation-gap": "error"})
     found = of(findings(_gap_rows(), chosen, tmp_path), "observation-gap")
     assert {f.severity for f in found} == {"error"}
+
+
+# -- robustness ---------------------------------------------------------------------------------
+
+JUNK = [None, "x", "", -1, 0, [], {}, True, 1.5, [1], {"a": 1}, "7"]
+
+
+@pytest.mark.parametrize("value", [None, "string", 5, [1, 2], {"records": "x"}, {"calls": [1, None, "x"]}])
+def test_rules_never_raise_on_malformed_sections(rules, tmp_path, value):
+    r = {"_ng_task_index": 0, "_ng_rollout_index": 0}
+    for key in ("ng_model_call_capture", "ng_agent_observations", "ng_trajectory", "ng_verifier_invocations"):
+        r[key] = value
+    findings([r], rules, tmp_path)  # asserts no internal error
+
+
+def _leaves(node, path=()):
+    yield path
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _leaves(value, (*path, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _leaves(value, (*path, index))
+
+
+def _replace(node, path, value) -> None:
+    """Put `value` at `path`, unless an earlier replacement already removed the place."""
+    try:
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+    except (KeyError, IndexError, TypeError):
+        pass
+
+
+def test_rules_never_raise_on_mutated_rows():
+    """Seeded random damage to real rows: a rule may find anything, but never raise."""
+    import random
+
+    from trajlint.check.engine import row_subject
+    from trajlint.check.spec import IMPLEMENTATIONS
+
+    rnd = random.Random(20260)
+    rows = _rows(SAMPLES) + _rows(GYM_ROWS)
+    sections = ("ng_model_call_capture", "ng_agent_observations", "ng_trajectory", "ng_verifier_invocations")
+    checked = 0
+    for _ in range(120):
+        r = copy.deepcopy(rnd.choice(rows))
+        places = [p for p in _leaves(r) if p and p[0] in sections and len(p) <= 6]
+        for path in rnd.sample(places, 2):
+            _replace(r, path, rnd.choice(JUNK))
+        subject = row_subject("mutated.jsonl", 1, orjson.dumps(r))
+        try:
+            subject.build
+        except Exception:  # noqa: BLE001 - the build's own robustness is tested with the build
+            continue
+        for impl in IMPLEMENTATIONS.values():
+            if impl.check is not None and impl.reads <= subject.evidence:
+                list(impl.check(subject))
+        checked += 1
+    assert checked > 90

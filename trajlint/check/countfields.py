@@ -77,7 +77,8 @@ def count_fields(row: dict[str, Any]) -> Iterator[tuple[str, Any, Count]]:
     if capture is not None and isinstance(capture.get("metrics"), dict):
         yield from _present(child("", walk.CAPTURE, "metrics"), capture["metrics"], CAPTURE_METRICS)
     for base, record in walk.items(row, walk.OBSERVATIONS, "records"):
-        yield from _present(base, record, RECORD.get(record.get("kind"), ()))
+        kind = record.get("kind")
+        yield from _present(base, record, RECORD.get(kind, ()) if isinstance(kind, str) else ())
     for base, invocation in walk.stated(row, "invocations"):
         yield from _present(base, invocation, DURATION)
     for base, turn in walk.stated(row, "turns"):

@@ -88,7 +88,7 @@ def _content(subject: Subject, view: _View, base: str, turn: dict[str, Any], ent
             else ""
         )
         yield Violation(
-            child(base, hollow[0]),
+            child(base, hollow[0]) if hollow[0] in turn else base,  # a producer may leave it out
             f"{name} has no {' and no '.join(hollow)}, but the response of {call_label(entry)} "
             f"holds {'both' if len(hollow) > 1 else 'one'}{why}",
             cite(subject, entry, leave_out=""),
@@ -233,7 +233,9 @@ INFO_GAPS: dict[str, str] = {
 
 
 def _gap_key(gap: dict[str, Any]) -> tuple[Any, Any, Any]:
-    return (gap.get("code"), gap.get("invocation_id"), gap.get("detail"))
+    """NeMo Gym's de-duplication key, (code, invocation_id, detail), made hashable whatever it holds."""
+    return tuple(v if v is None or isinstance(v, (str, int, float)) else repr(v)
+                 for v in (gap.get("code"), gap.get("invocation_id"), gap.get("detail")))
 
 
 def _gap_text(code: str, invocation_id: Any, detail: Any) -> str:
@@ -284,8 +286,11 @@ def _named_calls(subject: Subject, detail: Any) -> list[CallEntry]:
 @row_rule("gap-unreported", reads=["row", "trajectory", "observations", "capture"])
 def gap_unreported(subject: Subject) -> Iterator[Violation]:
     """A join conflict the evidence shows that the stated trajectory's gaps leave out."""
+    trajectory = subject.row["ng_trajectory"]
+    if not isinstance(trajectory, dict):
+        return  # the trajectory schema rule reports it
     stated = {_gap_key(gap) for _, gap in walk.stated(subject.row, "gaps")}
-    gaps = subject.row["ng_trajectory"].get("gaps")
+    gaps = trajectory.get("gaps")
     ptr = "/ng_trajectory/gaps" if isinstance(gaps, list) else "/ng_trajectory"
     for gap in subject.build.trajectory["gaps"]:
         if not _is_join_gap(gap) or _gap_key(gap) in stated:
