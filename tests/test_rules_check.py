@@ -182,3 +182,21 @@ def test_rules_never_raise_on_mutated_rows():
                 list(impl.check(subject))
         checked += 1
     assert checked > 90
+
+
+def test_a_finding_with_an_unknown_severity_is_an_internal_error(rules, tmp_path):
+    import dataclasses
+
+    from trajlint.check.spec import Implementation, Violation
+
+    def weighs_wrong(subject):
+        yield Violation("", "x", severity="fatal")
+
+    spec = next(s for s in rules.values() if s.name == "observation-gap")
+    broken = dataclasses.replace(spec, impl=Implementation("observation-gap", frozenset({"row"}), check=weighs_wrong))
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(b'{"_ng_task_index": 0, "_ng_rollout_index": 0}\n')
+    result = run(iter_sources([str(path)]), {**rules, spec.code: broken}, max_row_bytes=1 << 20)
+    assert result.internal_errors == 1
+    assert [f.name for f in result.findings] == ["internal-error"]
+    assert "unknown severity 'fatal'" in result.findings[0].message

@@ -116,12 +116,14 @@ class Engine:
         for spec in applicable:
             coverage[spec.code].evaluated += 1
             try:
-                violations = list(spec.impl.check(subject))  # type: ignore[misc]
+                found = [
+                    self._finding(spec, subject.path, subject.line, subject.rollout, subject.raw, violation)
+                    for violation in spec.impl.check(subject)  # type: ignore[misc]
+                ]
             except Exception as exc:  # noqa: BLE001 - a rule bug must not stop the run
                 self._internal_error(spec, subject, exc)
                 continue
-            for violation in violations:
-                self._add(spec, subject.path, subject.line, subject.rollout, subject.raw, violation)
+            self.result.findings.extend(found)
         for spec, reduction in self._reductions:
             if spec.impl.reads <= subject.evidence:
                 try:
@@ -132,19 +134,21 @@ class Engine:
     def finish(self) -> Result:
         for spec, reduction in self._reductions:
             try:
-                produced = list(reduction.finish())
+                found = [
+                    self._finding(spec, location.path, location.line, rollout, None, violation)
+                    for location, rollout, violation in reduction.finish()
+                ]
             except Exception as exc:  # noqa: BLE001
                 self._internal_error(spec, Subject("<run>", 0, frozenset()), exc)
                 continue
             self.result.coverage[spec.code].evaluated += 1
-            for location, rollout, violation in produced:
-                self._add(spec, location.path, location.line, rollout, None, violation)
+            self.result.findings.extend(found)
         self.result.findings.sort(key=Finding.sort_key)
         return self.result
 
     # -- findings --------------------------------------------------------------------------
 
-    def _add(
+    def _finding(
         self,
         spec: RuleSpec,
         path: str,
@@ -152,20 +156,18 @@ class Engine:
         rollout: Rollout | None,
         content: bytes | None,
         violation: Violation,
-    ) -> None:
-        self.result.findings.append(
-            Finding(
-                code=spec.code,
-                name=spec.name,
-                severity=finding_severity(spec, violation),
-                message=violation.message,
-                path=path,
-                line=line,
-                pointer=violation.pointer,
-                related=tuple(sorted(violation.related, key=lambda loc: (loc.path, loc.line, loc.pointer))),
-                rollout=rollout,
-                fingerprint=fingerprint(spec.code, violation.pointer, rollout, path, content),
-            )
+    ) -> Finding:
+        return Finding(
+            code=spec.code,
+            name=spec.name,
+            severity=finding_severity(spec, violation),
+            message=violation.message,
+            path=path,
+            line=line,
+            pointer=violation.pointer,
+            related=tuple(sorted(violation.related, key=lambda loc: (loc.path, loc.line, loc.pointer))),
+            rollout=rollout,
+            fingerprint=fingerprint(spec.code, violation.pointer, rollout, path, content),
         )
 
     def _internal_error(self, spec: RuleSpec, subject: Subject, exc: Exception) -> None:
@@ -177,7 +179,9 @@ class Engine:
             f"rule {spec.code} {spec.name} raised {type(exc).__name__}: {exc} while checking "
             f"{where}; this is a bug in trajlint, please report it with this row"
         )
-        self._add(self._internal, subject.path, subject.line, subject.rollout, subject.raw, Violation("", message))
+        self.result.findings.append(
+            self._finding(self._internal, subject.path, subject.line, subject.rollout, subject.raw, Violation("", message))
+        )
 
 
 def finding_severity(spec: RuleSpec, violation: Violation) -> str:
