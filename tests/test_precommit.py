@@ -1,9 +1,10 @@
 """The pre-commit hook as users get it: the manifest validates, and `pre-commit try-repo`
 installs this checkout into a hook environment and gates a clean and a broken rollout file.
 
-try-repo builds the environment with pip, as pre-commit does for a user; that takes a while,
-so there are exactly two runs. They try a committed snapshot of the working tree (tracked and
-new files alike; try-repo itself would leave new files out), so both share one environment.
+try-repo builds the hook's environment with pip, as pre-commit does for a user, in a store of
+its own each time (about 20 s here), so there are exactly two runs. They try a committed
+snapshot of the working tree: given the checkout itself, try-repo would commit its modified
+files but leave new, untracked ones out.
 """
 
 from __future__ import annotations
