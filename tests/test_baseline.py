@@ -177,4 +177,4 @@ def test_text_summary_mentions_the_baseline(dirty):
     total = len(check_json("rollouts.jsonl")[1]["findings"])
     cli("baseline", "rollouts.jsonl", "-o", "known.json")
     result = cli("check", "--baseline", "known.json", "rollouts.jsonl")
-    assert result.stdout == f"All checks passed: 4 rows in 1 file ({total} more in the baseline).\n"
+    assert result.stdout == f"All checks passed: 7 rows in 1 file ({total} more in the baseline).\n"

@@ -24,7 +24,7 @@ def test_examples_build_to_valid_trajectories_and_stay_untouched(rules):
     out = io.BytesIO()
     result = write_builds(iter_sources([str(EXAMPLES)]), _input_rules(rules), out, max_row_bytes=1 << 28)
     lines = out.getvalue().splitlines()
-    assert result.rows == len(lines) == 7
+    assert result.rows == len(lines) == 10
     for line in lines:
         row = orjson.loads(line)
         assert schemas.validator("trajectory").is_valid(row["ng_trajectory"])
