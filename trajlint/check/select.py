@@ -32,8 +32,14 @@ DEFAULT_PROFILE = "latest"
 PROFILES: dict[str, dict[str, str]] = {
     "latest": {},
     # What NeMo Gym 0.7.0 does by design is not an error for data it wrote: it makes a
-    # compaction helper call a policy turn.
-    "nemo-gym-0.7": {"compaction-call-as-turn": "warning"},
+    # compaction helper call a policy turn, and it knows no verifier ownership, so an agent's
+    # claim on a grader's call stands and can become a turn. (Its hollow Anthropic turns are
+    # already information: trajectory-drift weighs content-only drift as info.)
+    "nemo-gym-0.7": {
+        "compaction-call-as-turn": "warning",
+        "verifier-call-as-turn": "warning",
+        "verifier-call-claimed-by-agent": "warning",
+    },
 }
 
 _PREFIX = re.compile(r"TL[0-9]{0,3}")
