@@ -107,3 +107,17 @@ if __name__ == "__main__":
     gym = sys.argv[1] if len(sys.argv) > 1 else compare.DEFAULT_GYM_PYTHON
     FIXTURE.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in persisted_by_nemo_gym(gym)))
     print(f"wrote {FIXTURE}")
+
+
+def test_nemo_gym_profile_lowers_what_it_cannot_know_about_verifiers(rules, tmp_path):
+    from .rule_rows import JUDGE, call, findings, invocation, row, trajectory, turn
+
+    stated = trajectory([turn("A", 1, "a"), turn("A", 2, "j")], [invocation("A", "a", "j")])
+    r = row([call("a"), call("j", 1, ref=JUDGE, verifier_invocation_id="v")], [invocation("A", "a", "j")],
+            ng_trajectory=stated)
+    latest = {(f.name, f.severity) for f in findings([r], rule_set(rules), tmp_path) if f.severity != "info"}
+    assert latest == {("verifier-call-as-turn", "error"), ("verifier-call-claimed-by-agent", "error")}
+    lowered = findings([r], rule_set(rules, profile="nemo-gym-0.7"), tmp_path)
+    assert {(f.name, f.severity) for f in lowered if f.severity != "info"} == {
+        ("verifier-call-as-turn", "warning"), ("verifier-call-claimed-by-agent", "warning")
+    }
