@@ -444,3 +444,21 @@ def test_building_a_persisted_row_reproduces_it():
         again = build(persisted)
         assert again.trajectory == persisted["ng_trajectory"]
         assert persist(persisted)["ng_trajectory"] == persisted["ng_trajectory"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"_ng_task_index":0,"_ng_rollout_index":0,"ng_trajectory":{"task_id":"0","rollout_id":"0-0","invocations":1}}',
+        '{"_ng_task_index":0,"_ng_rollout_index":0,"ng_trajectory":{"task_id":"0","rollout_id":"0-0","turns":1}}',
+        '{"_ng_task_index":0,"_ng_rollout_index":0,"ng_model_call_capture":{"rollout_id":"0-0","calls":[{"model_call_id":"a",'
+        '"call_index":0,"response":{"content":[{"type":{}}]}}]},"ng_agent_observations":{"source":"t","records":'
+        '[{"kind":"agent_invocation","invocation_id":"r","model_calls":[{"model_call_id":"a"}]}]}}',
+        '{"_ng_task_index":0,"_ng_rollout_index":0,"ng_agent_observations":{"source":"t","records":[{"kind":"agent_invocation",'
+        '"invocation_id":"r","conversation":[{"type":"function_call_output","call_id":[1],"output":"x"}]},'
+        '{"kind":"tool_call","invocation_id":"r","tool_call_id":"t"}]}}',
+    ],
+    ids=["invocations-not-a-list", "turns-not-a-list", "unhashable-block-type", "unhashable-call-id"],
+)
+def test_wrongly_typed_containers_never_raise(line):
+    assert_valid(build(orjson.loads(line)))

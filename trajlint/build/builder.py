@@ -76,6 +76,10 @@ class Build:
         return {"ledger": self.ledger.to_dict(), "excluded": list(self.evidence.excluded)}
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _gap(code: str, invocation_id: str | None = None, detail: str | None = None) -> dict[str, Any]:
     return {"code": code, "invocation_id": invocation_id, "detail": detail}
 
@@ -105,8 +109,8 @@ def _merge_tools(tools: list[dict[str, Any]], observed: list[dict[str, Any]], in
     outputs: dict[tuple[Any, Any], Any] = {}
     for inv in invocations:
         for item in inv["conversation"]:
-            if isinstance(item, dict) and item.get("type") == "function_call_output":
-                outputs[(inv["invocation_id"], item.get("call_id"))] = item.get("output")
+            if isinstance(item, dict) and item.get("type") == "function_call_output" and isinstance(item.get("call_id"), str):
+                outputs[(inv["invocation_id"], item["call_id"])] = item.get("output")
     position = {(t["invocation_id"], t["tool_call_id"]): i for i, t in enumerate(tools)}
     for record in observed:
         key = (record.get("invocation_id"), record.get("tool_call_id"))
@@ -288,7 +292,7 @@ class _Builder:
         stated = self.row.get(STATED) if self.ev.stated else None
         stated_valid = {id(i.data) for part in self.ev.stated_parts.values() for i in part}
         if stated is not None:
-            for i, inv in enumerate(stated.get("invocations") or []):
+            for i, inv in enumerate(_list(stated.get("invocations"))):
                 if isinstance(inv, dict):
                     base = child("", STATED, "invocations", i)
                     agent_claims(inv.get("invocation_id"), inv.get("model_calls"), base, id(inv) in stated_valid)
@@ -316,7 +320,7 @@ class _Builder:
                 pointer = child(self.locations[position][-1], "verifier_invocation_id")
                 ledger.calls[position].claims.append(Claim(VERIFIER, verifier, pointer))
         if stated is not None:
-            for t, turn in enumerate(stated.get("turns") or []):
+            for t, turn in enumerate(_list(stated.get("turns"))):
                 if not isinstance(turn, dict):
                     continue
                 owner = turn.get("invocation_id") if isinstance(turn.get("invocation_id"), str) else None

@@ -57,10 +57,15 @@ def _chat(choice: dict[str, Any]) -> tuple[Any, Any, int]:
     return answer, reasoning, len(tool_calls) if isinstance(tool_calls, list) else 0
 
 
+def _is_reasoning(block: dict[str, Any]) -> bool:
+    kind = block.get("type")
+    return isinstance(kind, str) and kind in _ANTHROPIC_REASONING
+
+
 def _messages(content: list[Any]) -> tuple[Any, Any, int]:
     blocks = [block for block in content if isinstance(block, dict)]
-    reasoning = [b for b in blocks if b.get("type") in _ANTHROPIC_REASONING]
-    answer = [b for b in blocks if b.get("type") not in _ANTHROPIC_REASONING]
+    reasoning = [b for b in blocks if _is_reasoning(b)]
+    answer = [b for b in blocks if not _is_reasoning(b)]
     tools = sum(1 for b in blocks if b.get("type") == "tool_use")
     return answer, reasoning or None, tools
 
