@@ -480,8 +480,9 @@ def rules(output_format: str) -> None:
 
         click.echo(json.dumps([_rule_dict(s.entry, full=False) for s in specs.values()], indent=2))
         return
+    width = max(len(spec.name) for spec in specs.values())
     for spec in specs.values():
-        click.echo(f"{spec.code}  {spec.name:<28} {spec.severity:<8} {spec.entry.summary}")
+        click.echo(f"{spec.code}  {spec.name:<{width}}  {spec.severity:<8} {spec.entry.summary}")
 
 
 @main.command()
