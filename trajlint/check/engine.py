@@ -17,6 +17,7 @@ from trajlint.check.spec import (
     SECTION_EVIDENCE,
     Implementation,
     Reduction,
+    RowObserver,
     Subject,
     Violation,
 )
@@ -82,7 +83,13 @@ class Result:
 
 
 class Engine:
-    def __init__(self, rules: Sequence[RuleSpec], internal_error: RuleSpec | None = None):
+    def __init__(
+        self,
+        rules: Sequence[RuleSpec],
+        internal_error: RuleSpec | None = None,
+        observers: Sequence[RowObserver] = (),
+    ):
+        self._observers = list(observers)
         self._row_rules = [r for r in rules if r.impl.check is not None]
         self._reductions: list[tuple[RuleSpec, Reduction]] = [
             (r, r.impl.reduction()) for r in rules if r.impl.reduction is not None
@@ -113,6 +120,7 @@ class Engine:
         applicable, unobserved = self._plan(subject.evidence)
         for spec in unobserved:
             coverage[spec.code].unobserved += 1
+        first = len(self.result.findings)
         for spec in applicable:
             coverage[spec.code].evaluated += 1
             try:
@@ -124,6 +132,11 @@ class Engine:
                 self._internal_error(spec, subject, exc)
                 continue
             self.result.findings.extend(found)
+        if self._observers and "row" in subject.evidence:
+            row_findings = self.result.findings[first:]
+            unobserved_codes = [spec.code for spec in unobserved]
+            for observer in self._observers:
+                observer.row_done(subject, row_findings, unobserved_codes)
         for spec, reduction in self._reductions:
             if spec.impl.reads <= subject.evidence:
                 try:
@@ -247,9 +260,11 @@ def run(
     rules: dict[str, RuleSpec],
     *,
     max_row_bytes: int,
+    observers: Sequence[RowObserver] = (),
 ) -> Result:
+    """Check everything `sources` yields; `observers` see each row's findings as it is done."""
     internal = next((r for r in rules.values() if r.name == INTERNAL_ERROR), None)
-    engine = Engine([r for r in rules.values() if r.impl.check or r.impl.reduction], internal)
+    engine = Engine([r for r in rules.values() if r.impl.check or r.impl.reduction], internal, observers)
     if internal is not None:
         engine.result.coverage[internal.code] = Coverage(internal.name)
     result = engine.result

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from trajlint.findings import Location, Rollout
+from trajlint.findings import Finding, Location, Rollout
 
 #: Evidence a rule may read. "file": a path that was opened or failed to open; "line": a
 #: non-blank physical line; "row": a line that parsed to a JSON object (its build, `subject.build`,
@@ -85,6 +85,15 @@ class Reduction(Protocol):
     def observe(self, subject: Subject) -> None: ...
 
     def finish(self) -> Iterable[tuple[Location, Rollout | None, Violation]]: ...
+
+
+class RowObserver(Protocol):
+    """Sees every row once its rules have run: its findings and the rules it left unobserved.
+
+    For run-level views that need a row's outcome rather than its evidence (health verdicts).
+    """
+
+    def row_done(self, subject: Subject, findings: list[Finding], unobserved: list[str]) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
