@@ -5,6 +5,7 @@ from __future__ import annotations
 from jsonschema import Draft202012Validator
 
 from trajlint.check.schema_errors import describe, pointer, show
+from trajlint.validation import _PythonChecker
 
 SCHEMA = {
     "type": "object",
@@ -29,9 +30,9 @@ SCHEMA = {
 
 
 def messages(instance):
-    validator = Draft202012Validator(SCHEMA)
+    checker = _PythonChecker(Draft202012Validator(SCHEMA))
     out = []
-    for error in validator.iter_errors(instance):
+    for error in checker.errors(instance):
         for path, keyword, message in describe(error, "ng_trajectory"):
             out.append((pointer(["ng_trajectory", *path]), keyword, message))
     return sorted(out)

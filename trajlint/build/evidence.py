@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajlint import schemas
+from trajlint import validation
 from trajlint.pointer import child
 
 STATED = "ng_trajectory"
@@ -59,7 +59,7 @@ class Evidence:
 
 
 def _valid(ref: str, value: Any) -> bool:
-    return schemas.part_validator(ref).is_valid(value)
+    return validation.part_checker(ref).is_valid(value)
 
 
 def _items(base: str, values: Any, ref: str | None, whole_valid: bool, excluded: list[str]) -> list[Item]:
@@ -120,7 +120,7 @@ def read(row: dict[str, Any]) -> Evidence:
     stated = row.get(STATED)
     if isinstance(stated, dict):
         ev.stated = True
-        whole = schemas.validator("trajectory").is_valid(stated)
+        whole = validation.checker("trajectory").is_valid(stated)
         ev.stated_valid = whole and _record_invariants_hold(stated)
         ev.stated_ids = (stated.get("task_id"), stated.get("rollout_id"))
         for part, ref in _PARTS.items():
@@ -129,7 +129,7 @@ def read(row: dict[str, Any]) -> Evidence:
     bundle = row.get(OBSERVATIONS)
     if isinstance(bundle, dict):
         ev.observations = True
-        whole = schemas.validator("agent-observations").is_valid(bundle)
+        whole = validation.checker("agent-observations").is_valid(bundle)
         base = child("", OBSERVATIONS, "records")
         records = bundle.get("records")
         if isinstance(records, list):

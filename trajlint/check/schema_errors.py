@@ -100,10 +100,14 @@ def _required_sets(subschemas: Sequence[Any]) -> list[list[str]]:
 
 
 def describe(error: Any, section: str) -> Iterator[tuple[list[str | int], str, str]]:
-    """(path, keyword, message) for one jsonschema ValidationError; some yield several."""
-    path = list(error.absolute_path)
-    keyword = error.validator
-    expected = error.validator_value
+    """(path, keyword, message) for one backend-neutral `SchemaError`; some yield several.
+
+    Only the instance path, the keyword, its schema value, the offending value and the schema
+    object holding the keyword are read, so both validation backends get the same messages.
+    """
+    path = list(error.path)
+    keyword = error.keyword
+    expected = error.expected
     value = error.instance
     where = _field(path, section)
 
@@ -114,8 +118,9 @@ def describe(error: Any, section: str) -> Iterator[tuple[list[str | int], str, s
             if isinstance(value, dict) and name not in value:
                 yield path, keyword, f"{where} is missing the required field `{name}`"
     elif keyword == "additionalProperties" and expected is False and isinstance(value, dict):
-        known = set(error.schema.get("properties", {}))
-        patterns = error.schema.get("patternProperties", {})
+        holder = error.schema if isinstance(error.schema, dict) else {}
+        known = set(holder.get("properties", {}))
+        patterns = holder.get("patternProperties", {})
         for key in value:
             if key in known or any(re.search(p, key) for p in patterns):
                 continue

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from trajlint import schemas
+from trajlint import validation
 from trajlint.check.countfields import Count, count_fields, owned_by_count_rules
 from trajlint.check.schema_errors import describe, escape, pointer
 from trajlint.check.spec import SECTION_EVIDENCE, Subject, Violation, row_rule
@@ -28,9 +28,13 @@ def _section_errors(row: dict[str, Any], key: str, schema: str) -> Iterator[Viol
         )
         return
     counts: dict[str, Count] | None = None
-    for error in schemas.validator(schema).iter_errors(value):
+    seen: set[tuple[str, str]] = set()
+    for error in validation.checker(schema).errors(value):
         for path, keyword, message in describe(error, key):
             ptr = pointer([key, *path])
+            if (ptr, message) in seen:
+                continue  # a backend may report one missing field per error, the other all at once
+            seen.add((ptr, message))
             if keyword in ("minimum", "exclusiveMinimum", "type"):
                 if counts is None:
                     counts = {p: field for p, _, field in count_fields(row)}
@@ -44,9 +48,12 @@ def row_schema(subject: Subject) -> Iterator[Violation]:
     """The row envelope: identity and collector keys, with the sections left to their own rules."""
     # A null section stays in the envelope: the row schema says to leave the key out instead.
     envelope = {k: v for k, v in subject.row.items() if k not in SECTION_EVIDENCE or v is None}
-    for error in schemas.validator("rollout-row").iter_errors(envelope):
+    seen: set[tuple[str, str]] = set()
+    for error in validation.checker("rollout-row").errors(envelope):
         for path, _keyword, message in describe(error, "row"):
-            yield Violation(pointer(path), message)
+            if (pointer(path), message) not in seen:
+                seen.add((pointer(path), message))
+                yield Violation(pointer(path), message)
 
 
 @row_rule("capture-schema", reads=["row", "capture"])

@@ -1,0 +1,160 @@
+"""Validate instances against the packaged schemas, with the fastest backend available.
+
+jsonschema-rs validates a rollout section faster than orjson parses it; python-jsonschema is 50-100
+times slower but always installed. Both are wrapped to yield the same backend-neutral
+`SchemaError` (instance path, keyword, the schema value of that keyword, the offending value, the
+schema object holding the keyword), from which trajlint writes its own messages — so a finding
+never depends on which library found it. Neither backend ever fetches anything: the Rust one
+runs `offline` on a registry of the packaged schemas, the Python one on a registry without
+retrieval.
+
+`TRAJLINT_SCHEMA_BACKEND=python|rust` forces a backend (the tests compare both); the default
+uses jsonschema-rs when it is importable.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from functools import cache
+from typing import Any, NamedTuple, Protocol
+from urllib.parse import urljoin
+
+from trajlint import schemas
+from trajlint.pointer import resolve, unescape
+
+
+class SchemaError(NamedTuple):
+    path: tuple[str | int, ...]  # where in the validated instance
+    keyword: str | None  # the failing keyword; None for a `false` subschema
+    expected: Any  # the keyword's value in the schema (e.g. the enum's options)
+    instance: Any  # the offending value
+    schema: Any  # the schema object that holds the keyword (e.g. `properties` for `additionalProperties`)
+
+
+class Checker(Protocol):
+    def is_valid(self, instance: Any) -> bool: ...
+
+    def errors(self, instance: Any) -> Iterator[SchemaError]: ...
+
+
+def backend() -> str:
+    """"rust" or "python": the backend this process validates with."""
+    return _backend()
+
+
+@cache
+def _backend() -> str:
+    wanted = os.environ.get("TRAJLINT_SCHEMA_BACKEND", "auto").lower()
+    if wanted not in ("auto", "rust", "python"):
+        raise ValueError(f"TRAJLINT_SCHEMA_BACKEND must be auto, rust or python, not {wanted!r}")
+    if wanted == "python":
+        return "python"
+    try:
+        import jsonschema_rs  # noqa: F401
+    except ImportError:
+        if wanted == "rust":
+            raise
+        return "python"
+    return "rust"
+
+
+def _base() -> str:
+    return schemas.load(schemas.names()[0])["$id"].rsplit("/", 1)[0] + "/"
+
+
+def _uri(ref: str) -> str:
+    return urljoin(_base(), ref)
+
+
+# -- python-jsonschema ------------------------------------------------------------------------------
+
+
+class _PythonChecker:
+    def __init__(self, validator: Any):
+        self._validator = validator
+
+    def is_valid(self, instance: Any) -> bool:
+        return self._validator.is_valid(instance)
+
+    def errors(self, instance: Any) -> Iterator[SchemaError]:
+        for error in self._validator.iter_errors(instance):
+            yield SchemaError(
+                tuple(error.absolute_path), error.validator, error.validator_value, error.instance, error.schema
+            )
+
+
+# -- jsonschema-rs ----------------------------------------------------------------------------------
+
+_RUST_KEYWORDS = {"falseSchema": None}
+
+
+@cache
+def _documents() -> dict[str, dict[str, Any]]:
+    return {doc["$id"]: doc for doc in (schemas.load(name) for name in schemas.names())}
+
+
+@cache
+def _rust_registry() -> Any:
+    import jsonschema_rs
+
+    return jsonschema_rs.Registry(list(_documents().items()))
+
+
+def _schema_at(location: str) -> tuple[Any, Any]:
+    """(the keyword's value, the schema object holding it) at an absolute keyword location."""
+    uri, _, fragment = location.partition("#")
+    document = _documents().get(uri)
+    if document is None or not fragment.startswith("/"):
+        return None, None
+    parent_pointer, _, keyword = fragment.rpartition("/")
+    parent = resolve(document, parent_pointer, None)
+    if not isinstance(parent, dict):
+        return None, None
+    return parent.get(unescape(keyword)), parent
+
+
+class _RustChecker:
+    def __init__(self, schema: dict[str, Any]):
+        import jsonschema_rs
+
+        self._validator = jsonschema_rs.validator_for(schema, registry=_rust_registry(), offline=True)
+
+    def is_valid(self, instance: Any) -> bool:
+        return self._validator.is_valid(instance)
+
+    def errors(self, instance: Any) -> Iterator[SchemaError]:
+        for error in self._validator.iter_errors(instance):
+            name = error.kind.name
+            keyword = _RUST_KEYWORDS.get(name, name)
+            expected, holder = _schema_at(error.absolute_keyword_location or "")
+            if keyword is None:
+                expected, holder = False, None
+            yield SchemaError(tuple(error.instance_path), keyword, expected, error.instance, holder)
+
+
+# -- cached checkers --------------------------------------------------------------------------------
+
+
+def checker(name: str) -> Checker:
+    """A checker for the packaged schema `name` (e.g. `trajectory`), built once per process."""
+    return _checker(name.removesuffix(schemas.SUFFIX), backend())
+
+
+def part_checker(ref: str) -> Checker:
+    """A checker for one part of a packaged schema, e.g. `trajectory.schema.json#/$defs/TrajectoryTurn`."""
+    return _part_checker(ref, backend())
+
+
+@cache
+def _checker(name: str, which: str) -> Checker:
+    if which == "rust":
+        return _RustChecker(schemas.load(name))
+    return _PythonChecker(schemas.validator(name))
+
+
+@cache
+def _part_checker(ref: str, which: str) -> Checker:
+    if which == "rust":
+        return _RustChecker({"$schema": "https://json-schema.org/draft/2020-12/schema", "$ref": _uri(ref)})
+    return _PythonChecker(schemas.part_validator(ref))
