@@ -65,8 +65,10 @@ TTFT = _fields("latency_ttft_ms", integer=False)
 
 def _present(base: str, item: dict[str, Any], fields: tuple[Count, ...]) -> Iterator[tuple[str, Any, Count]]:
     for field in fields:
-        if field.name in item and item[field.name] is not None:
-            yield child(base, field.name), item[field.name], field
+        value = item.get(field.name)
+        if value is not None:
+            # Field names are plain identifiers: no pointer escaping needed (this runs per count).
+            yield f"{base}/{field.name}", value, field
 
 
 def count_fields(row: dict[str, Any]) -> Iterator[tuple[str, Any, Count]]:

@@ -30,7 +30,7 @@ def items(row: dict[str, Any], *path: str) -> Iterator[tuple[str, dict[str, Any]
     base = child("", *path)
     for index, item in enumerate(node):
         if isinstance(item, dict):
-            yield child(base, index), item
+            yield f"{base}/{index}", item  # an index needs no escaping
 
 
 def section(row: dict[str, Any], key: str) -> dict[str, Any] | None:
