@@ -12,15 +12,14 @@ import json
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
-import referencing.exceptions
-from jsonschema import Draft202012Validator
-from referencing import Registry, Resource
-from referencing.jsonschema import DRAFT202012
-
 from trajlint.resources import schemas_dir
+
+if TYPE_CHECKING:  # python-jsonschema is imported only when used: the fast path does without it
+    from jsonschema import Draft202012Validator
+    from referencing import Registry
 
 SUFFIX = ".schema.json"
 
@@ -81,6 +80,8 @@ def _refs(node: Any, base: str) -> Iterator[tuple[str, str]]:
 
 
 def _check_refs(registry: Registry, schemas: dict[str, dict[str, Any]]) -> None:
+    import referencing.exceptions
+
     for short_name, schema in schemas.items():
         for base, ref in _refs(schema, schema["$id"]):
             try:
@@ -94,6 +95,9 @@ def _check_refs(registry: Registry, schemas: dict[str, dict[str, Any]]) -> None:
 @cache
 def registry() -> Registry:
     """Every packaged schema under its `$id`, with no retrieval: unknown URIs raise, nothing is fetched."""
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT202012
+
     schemas = {short_name: _load(short_name) for short_name in names()}
     resources = []
     for short_name, schema in schemas.items():
@@ -112,6 +116,8 @@ def validator(name: str) -> Draft202012Validator:
 
 @cache
 def _validator(short_name: str) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(_load(short_name), registry=registry())
 
 
@@ -125,5 +131,7 @@ def part_validator(ref: str) -> Draft202012Validator:
 
 @cache
 def _part_validator(ref: str) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
     base = _load(names()[0])["$id"].rsplit("/", 1)[0] + "/"
     return Draft202012Validator({"$ref": urljoin(base, ref)}, registry=registry())
