@@ -504,7 +504,10 @@ def rule(rule: str, output_format: str) -> None:
         click.echo(json.dumps(_rule_dict(entry, full=True), indent=2, ensure_ascii=False))
         return
     click.echo(f"# {entry.name} ({entry.code})\n")
-    click.echo(f"Family: {entry.family} · Default severity: {entry.severity}\n")
+    from trajlint.check.select import PROFILES
+
+    by_profile = ", ".join(f"{name} {table.get(entry.name, entry.severity)}" for name, table in PROFILES.items())
+    click.echo(f"Family: {entry.family} · Default severity: {entry.severity} · By profile: {by_profile}\n")
     click.echo(f"## What it checks\n\n{entry.summary}\n")
     click.echo(f"## Why\n\n{entry.rationale}\n")
     for example in entry.examples:
