@@ -1,0 +1,200 @@
+"""TL0xx: JSON that parses, but not into what its text says — repeated keys, oversized integers.
+
+orjson (like Python's json) keeps the last of repeated keys and reads an integer beyond 64 bits
+as a float, both silently. Re-reading every line token by token would double the cost of the
+hot path, so each rule first asks a cheap byte question that has no false negatives, and scans
+the line only when it cannot rule the problem out:
+
+- a repeated key drops a key-value pair, and with it at least one ``:`` that the line holds
+  outside strings. Re-serializing the parsed value (orjson, C speed) and counting colons in both
+  tells whether anything was dropped; ``\\u003a`` escapes are the only way the re-serialized
+  text gains a colon, so they are counted on the raw side.
+- an integer that does not fit in 64 bits is a run of at least 19 digits; translating the line
+  to digits-and-blanks finds such runs in one C pass, and only a run whose value overflows
+  (possibly a digit run inside a string) asks for the scan.
+
+The scan itself is a small tokenizer over the line, iterative so that no nesting depth can
+overflow the stack, which records the JSON pointer of every repeated key and oversized integer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+import orjson
+
+from trajlint.check.spec import Subject, Violation, row_rule
+from trajlint.pointer import child, resolve
+
+# Integers orjson keeps exact: i64 and u64.
+_MIN_INT = -(2**63)
+_MAX_INT = 2**64 - 1
+_SHORTEST_OVERFLOW = 19  # -9223372036854775809 has 19 digits, 18446744073709551616 has 20
+_DIGIT_MAP = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+_DIGIT_RUN = b"0" * _SHORTEST_OVERFLOW
+_ESCAPED_COLONS = (b"\\u003a", b"\\u003A")
+
+# One token, after optional whitespace. The string pattern is the "unrolled loop" form, linear
+# on long strings; a number's fraction and exponent are captured to tell integers apart.
+_TOKEN = re.compile(
+    rb'[ \t\r\n]*(?:(?P<string>"[^"\\]*(?:\\.[^"\\]*)*")'
+    rb"|(?P<number>-?(?:0|[1-9][0-9]*))(?P<real>(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)"
+    rb"|(?P<punct>[{}\[\],:])"
+    rb"|(?:true|false|null))",
+    re.DOTALL,
+)
+_MISSING = object()
+
+
+class _Object:
+    __slots__ = ("pointer", "keys", "key", "expect_key")
+
+    def __init__(self, pointer: str) -> None:
+        self.pointer = pointer
+        self.keys: dict[str, int] = {}
+        self.key = ""
+        self.expect_key = True
+
+
+class _Array:
+    __slots__ = ("pointer", "index")
+
+    def __init__(self, pointer: str) -> None:
+        self.pointer = pointer
+        self.index = 0
+
+
+class Scan(NamedTuple):
+    repeated: tuple[tuple[str, str, int], ...]  # (object pointer, key, occurrences)
+    oversized: tuple[tuple[str, bytes], ...]  # (value pointer, the integer as written)
+
+
+def may_repeat_keys(raw: bytes, value: Any) -> bool:
+    try:
+        kept = orjson.dumps(value).count(b":")
+    except (TypeError, orjson.JSONEncodeError):
+        return True
+    written = raw.count(b":") + sum(raw.count(escape) for escape in _ESCAPED_COLONS)
+    return kept < written
+
+
+def _overflows(digits: bytes, negative: bool) -> bool:
+    # Lengths first: int() refuses strings over 4,300 digits, and a digit run in a string may be
+    # any length (or start with zeros, which JSON numbers never do).
+    digits = digits.lstrip(b"0")
+    if len(digits) != 19 and len(digits) != 20:
+        return len(digits) > 20
+    return int(digits) > (-_MIN_INT if negative else _MAX_INT)
+
+
+def may_overflow(raw: bytes) -> bool:
+    if len(raw) < _SHORTEST_OVERFLOW:
+        return False
+    digits = raw.translate(_DIGIT_MAP)
+    start = digits.find(_DIGIT_RUN)
+    while start != -1:
+        end = digits.find(b" ", start)
+        end = len(digits) if end == -1 else end
+        if _overflows(raw[start:end], raw[start - 1 : start] == b"-"):
+            return True
+        start = digits.find(_DIGIT_RUN, end)
+    return False
+
+
+@lru_cache(maxsize=4)
+def scan(raw: bytes) -> Scan:
+    """Every repeated key and oversized integer of a line that orjson parsed (so valid JSON)."""
+    repeated: list[tuple[str, str, int]] = []
+    oversized: list[tuple[str, bytes]] = []
+    stack: list[_Object | _Array] = []
+    position, end = 0, len(raw.rstrip(b" \t\r\n"))
+    match = _TOKEN.match
+    while position < end:
+        token = match(raw, position)
+        if token is None:  # cannot happen on valid JSON; never loop forever on anything else
+            break
+        position = token.end()
+        top = stack[-1] if stack else None
+        text = token.group("string")
+        if text is not None:
+            if isinstance(top, _Object) and top.expect_key:
+                key = orjson.loads(text)
+                top.keys[key] = top.keys.get(key, 0) + 1
+                top.key, top.expect_key = key, False
+            continue
+        number = token.group("number")
+        if number is not None:
+            negative = number.startswith(b"-")
+            if not token.group("real") and _overflows(number.lstrip(b"-"), negative):
+                oversized.append((_value_pointer(top), number))
+            continue
+        punct = token.group("punct")
+        if punct == b"{":
+            stack.append(_Object(_value_pointer(top)))
+        elif punct == b"[":
+            stack.append(_Array(_value_pointer(top)))
+        elif punct in (b"}", b"]"):
+            closed = stack.pop()
+            if isinstance(closed, _Object):
+                repeated.extend((closed.pointer, key, n) for key, n in closed.keys.items() if n > 1)
+        elif punct == b",":
+            if isinstance(top, _Array):
+                top.index += 1
+            elif top is not None:
+                top.expect_key = True
+    return Scan(tuple(repeated), tuple(oversized))
+
+
+def _value_pointer(top: _Object | _Array | None) -> str:
+    if top is None:
+        return ""
+    if isinstance(top, _Array):
+        return child(top.pointer, top.index)
+    return child(top.pointer, top.key)
+
+
+def _parsed(subject: Subject) -> bool:
+    return subject.problem is None and subject.raw is not None
+
+
+def _where(pointer: str) -> str:
+    return f"the object at {pointer}" if pointer else "the row"
+
+
+@row_rule("duplicate-key", reads=["line"])
+def duplicate_key(subject: Subject) -> Iterator[Violation]:
+    if not _parsed(subject) or not may_repeat_keys(subject.raw, subject.value):
+        return
+    for pointer, key, count in scan(subject.raw).repeated:
+        target = child(pointer, key)
+        # A repeat inside a value that a later repeat replaced is gone from the parsed row;
+        # the outer repeat is reported, and the pointer of every finding resolves.
+        if resolve(subject.value, target, _MISSING) is _MISSING:
+            continue
+        yield Violation(
+            target,
+            f"key {key!r} appears {count} times in {_where(pointer)}; JSON readers keep only one "
+            "value (orjson and Python's json, so trajlint and NeMo Gym, the last), so the others "
+            "are silently lost, and readers that keep the first see a different row",
+        )
+
+
+@row_rule("integer-out-of-range", reads=["line"])
+def integer_out_of_range(subject: Subject) -> Iterator[Violation]:
+    if not _parsed(subject) or not may_overflow(subject.raw):
+        return
+    for pointer, text in scan(subject.raw).oversized:
+        value = resolve(subject.value, pointer, _MISSING)
+        if not isinstance(value, float):
+            continue  # in a value a repeated key replaced: duplicate-key reports it
+        digits = text.decode()
+        shown = digits if len(digits) <= 40 else f"{digits[:24]}… ({len(digits.lstrip('-'))} digits)"
+        yield Violation(
+            pointer,
+            f"integer {shown} does not fit in 64 bits; trajlint reads it as the float {value!r}, "
+            "which loses its exact value, and so do most JSON readers (orjson, JavaScript, "
+            "pandas); Python's json, and so NeMo Gym, keeps it exact",
+        )
