@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from trajlint.check import walk
+from trajlint.check.rules._keys import hashable
 from trajlint.check.countfields import Count, count_fields, is_negative, lax_kind
 from trajlint.check.schema_errors import show
 from trajlint.check.spec import Subject, Violation, row_rule
@@ -137,6 +138,10 @@ def _time_message(what: str, bounds: tuple[float, float], consequence: str) -> s
     )
 
 
+def _tool_key(tool: dict[str, Any]) -> tuple[Any, Any]:
+    return hashable(tool.get("invocation_id")), hashable(tool.get("tool_call_id"))
+
+
 _MODEL_CALL = "durations and timelines built from it are negative (wall clocks are for correlation only, so this is a warning)"
 _TOOL_CALL = "NeMo Gym's tool-call validator rejects the record, and with it the whole observation bundle"
 
@@ -173,25 +178,24 @@ def time_reversed(subject: Subject) -> Iterator[Violation]:
         bounds = _reversed(tool)
         if bounds is None:
             continue
-        key = (tool.get("invocation_id"), tool.get("tool_call_id"))
+        key = _tool_key(tool)
         observed.setdefault(key, bounds)
         copies = [
             p for p, t in walk.stated(row, "tool_calls")
-            if (t.get("invocation_id"), t.get("tool_call_id")) == key and _reversed(t) == bounds
+            if _tool_key(t) == key and _reversed(t) == bounds
         ]
         yield Violation(
             child(base, "completed_at"),
-            _time_message(f"tool call {show(key[1])}", bounds, _TOOL_CALL),
+            _time_message(f"tool call {show(tool.get('tool_call_id'))}", bounds, _TOOL_CALL),
             tuple(subject.location(child(p, "completed_at")) for p in copies),
         )
     for base, tool in walk.stated(row, "tool_calls"):
         bounds = _reversed(tool)
-        key = (tool.get("invocation_id"), tool.get("tool_call_id"))
-        if bounds is None or observed.get(key) == bounds:
+        if bounds is None or observed.get(_tool_key(tool)) == bounds:
             continue
         yield Violation(
             child(base, "completed_at"),
-            _time_message(f"tool call {show(key[1])}", bounds, "NeMo Gym's trajectory validator rejects the record"),
+            _time_message(f"tool call {show(tool.get('tool_call_id'))}", bounds, "NeMo Gym's trajectory validator rejects the record"),
         )
     for base, verifier in walk.verifier_invocations(row):
         bounds = _reversed(verifier)

@@ -15,6 +15,7 @@ from trajlint.build.dialects import turn_content
 from trajlint.build.ledger import AGENT_KINDS, OUTCOME_TURN, TURN, CallEntry, Claim
 from trajlint.check import walk
 from trajlint.check.claims import call_label, cite, first_claims, owner_text, places
+from trajlint.check.rules._keys import hashable
 from trajlint.check.schema_errors import show
 from trajlint.check.spec import Subject, Violation, row_rule
 from trajlint.pointer import child
@@ -27,7 +28,10 @@ def _turn_index(claim: Claim) -> int:
 
 
 def _turn_name(turn: dict[str, Any]) -> str:
-    return f"stated turn {owner_text(turn.get('invocation_id'))}#{show(turn.get('turn_no'))}"
+    invocation = turn.get("invocation_id")
+    # show(), not repr(), for an id of the wrong type: an array may nest too deep for repr
+    owner = owner_text(invocation) if invocation is None or isinstance(invocation, str) else show(invocation)
+    return f"stated turn {owner}#{show(turn.get('turn_no'))}"
 
 
 def _empty(value: Any) -> bool:
@@ -234,8 +238,7 @@ INFO_GAPS: dict[str, str] = {
 
 def _gap_key(gap: dict[str, Any]) -> tuple[Any, Any, Any]:
     """NeMo Gym's de-duplication key, (code, invocation_id, detail), made hashable whatever it holds."""
-    return tuple(v if v is None or isinstance(v, (str, int, float)) else repr(v)
-                 for v in (gap.get("code"), gap.get("invocation_id"), gap.get("detail")))
+    return tuple(hashable(v) for v in (gap.get("code"), gap.get("invocation_id"), gap.get("detail")))
 
 
 def _gap_text(code: str, invocation_id: Any, detail: Any) -> str:
