@@ -96,3 +96,64 @@ def test_a_task_index_nested_too_deep_for_str(tmp_path):
     path = tmp_path / "deep.jsonl"
     path.write_text('{"_ng_task_index": %s, "_ng_rollout_index": 0}\n' % DEEP_ARRAY)
     lint(str(path))
+
+
+# -- regressions: file names that are not UTF-8, symlink loops ---------------------------------
+
+
+def _undecodable_name(tmp_path: Path) -> Path:
+    directory = tmp_path / "runs"
+    directory.mkdir()
+    name = os.fsdecode(b"bad-\xff.jsonl")
+    row = b"\xef\xbb\xbf" + EXAMPLE.read_bytes().splitlines()[0] + b"\n"  # a finding to report: invalid-json
+    try:
+        (directory / name).write_bytes(row)
+    except (OSError, UnicodeEncodeError):
+        pytest.skip("this filesystem refuses file names that are not UTF-8")
+    return directory
+
+
+@pytest.mark.parametrize("fmt", ["full", "concise", "json", "jsonl", "sarif", "github", "junit"])
+def test_a_file_name_that_is_not_utf8_in_every_format(tmp_path, fmt):
+    """Such a name reaches the reports holding lone surrogates, which no UTF-8 writer accepts."""
+    directory = _undecodable_name(tmp_path)
+    result = CliRunner().invoke(main, ["check", "--isolated", "--output-format", fmt, str(directory)])
+    assert result.exit_code == 1, result.stderr
+    result.stdout.encode("utf-8")
+    if fmt in ("full", "concise", "github", "junit"):
+        assert "bad-\\xff.jsonl" in result.stdout
+    elif fmt == "sarif":
+        assert "bad-%5Cxff.jsonl" in result.stdout
+    else:
+        assert "bad-\\\\xff.jsonl" in result.stdout  # JSON escapes the backslash
+
+
+def test_a_file_name_that_is_not_utf8_in_a_real_process_with_strict_output(tmp_path):
+    directory = _undecodable_name(tmp_path)
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8:strict"}
+    for args in (["check", "--output-format", "concise"], ["check", "--show-files"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "trajlint", *args, "--isolated", str(directory)],
+            capture_output=True, timeout=60, cwd=ROOT, env=env,
+        )
+        assert proc.returncode in (0, 1), proc.stderr
+        assert b"bad-\\xff.jsonl" in proc.stdout
+
+
+def test_a_file_name_that_is_not_utf8_round_trips_through_a_baseline(tmp_path):
+    directory = _undecodable_name(tmp_path)
+    baseline = tmp_path / "baseline.json"
+    runner = CliRunner()
+    recorded = runner.invoke(main, ["baseline", "--isolated", str(directory), "-o", str(baseline)])
+    assert recorded.exit_code == 0, recorded.stderr
+    baseline.read_text(encoding="utf-8")
+    checked = runner.invoke(main, ["check", "--isolated", "--baseline", str(baseline), str(directory)])
+    assert checked.exit_code == 0, checked.output
+
+
+def test_symlink_loop_in_every_format(tmp_path):
+    """SARIF resolved the path of a finding outside the working directory, which raises on a loop."""
+    (tmp_path / "loop.jsonl").symlink_to(tmp_path / "loop.jsonl")
+    for fmt in ("full", "concise", "json", "jsonl", "sarif", "github", "junit"):
+        result = CliRunner().invoke(main, ["check", "--isolated", "--output-format", fmt, str(tmp_path)])
+        assert result.exit_code == 1, (fmt, result.output, result.stderr)

@@ -70,7 +70,15 @@ def record(findings: Iterable[Finding]) -> dict[str, Any]:
 
 
 def dumps(document: dict[str, Any]) -> str:
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            # A file name that is not UTF-8 (held as lone surrogates): \u escapes carry it
+            # exactly, so the key still matches when the baseline is loaded again.
+            text = json.dumps(document, indent=2) + "\n"
+    return text
 
 
 def _parse_entry(raw: Any) -> tuple[Key, int]:

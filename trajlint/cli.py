@@ -258,11 +258,13 @@ def check(
     sources = _sources(paths)
     inputs = [source.path for source in sources]
     if show_files:
+        from trajlint.report.context import displayable
+
         for source in sources:
             if isinstance(source, Unreadable):
                 click.echo(f"trajlint: warning: {source.path}: {source.reason}", err=True)
             else:
-                click.echo(source.path)
+                click.echo(displayable(source.path))
         return
     problem = report_outputs.problem(outputs, inputs)
     if problem:

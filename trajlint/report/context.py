@@ -6,6 +6,7 @@ rule works, and every format of one run describes exactly the same findings and 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -37,6 +38,15 @@ class Report:
     #: The directory that relative locations in SARIF and GitHub output are relative to.
     root: str = "."
 
+    def __post_init__(self) -> None:
+        # Every format writes text that must encode as UTF-8; a file name that is not UTF-8
+        # reaches here holding lone surrogates (Python's `surrogateescape`), so it is shown the
+        # way `ls -b` shows it. Fingerprints and baseline keys keep the real name.
+        if all(displayable(p) is p for p in self.files) and all(_displayable_finding(f) is f for f in self.findings):
+            return
+        object.__setattr__(self, "files", tuple(displayable(p) for p in self.files))
+        object.__setattr__(self, "findings", [_displayable_finding(f) for f in self.findings])
+
     def relative(self, path: str) -> str | None:
         """`path` relative to `root` in POSIX form, or None when it lies outside `root`."""
         if path == "-":
@@ -45,6 +55,35 @@ class Report:
         if rel == os.pardir or rel.startswith(os.pardir + os.sep):
             return None
         return rel.replace(os.sep, "/")
+
+
+def displayable(path: str) -> str:
+    """`path` itself when it encodes as UTF-8, else with each undecodable byte as `\\xNN`."""
+    if path.isascii():
+        return path
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        pass
+    try:
+        raw = path.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate that no file name decodes to
+        return path.encode("utf-8", "backslashreplace").decode("utf-8")
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def _displayable_finding(f: Finding) -> Finding:
+    if f.path.isascii() and all(loc.path.isascii() for loc in f.related):
+        return f
+    path = displayable(f.path)
+    related = tuple(
+        loc if displayable(loc.path) is loc.path else dataclasses.replace(loc, path=displayable(loc.path))
+        for loc in f.related
+    )
+    if path is f.path and all(a is b for a, b in zip(related, f.related)):
+        return f
+    return dataclasses.replace(f, path=path, related=related)
 
 
 def rule_infos(specs: Iterable[Any]) -> tuple[RuleInfo, ...]:

@@ -11,6 +11,7 @@ Choices that matter to those consumers:
 
 from __future__ import annotations
 
+import os
 import urllib.parse
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -33,7 +34,9 @@ LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 def _artifact(report: Report, path: str) -> dict[str, Any]:
     relative = report.relative(path)
     if relative is None:
-        return {"uri": Path(path).resolve().as_uri()}
+        # abspath, not resolve(): resolving follows symlinks, and a symlink loop (a path that
+        # could not be read, and so has a finding) makes it raise.
+        return {"uri": Path(os.path.abspath(path)).as_uri()}
     return {"uri": urllib.parse.quote(relative), "uriBaseId": SRCROOT}
 
 
