@@ -157,3 +157,44 @@ def test_symlink_loop_in_every_format(tmp_path):
     for fmt in ("full", "concise", "json", "jsonl", "sarif", "github", "junit"):
         result = CliRunner().invoke(main, ["check", "--isolated", "--output-format", fmt, str(tmp_path)])
         assert result.exit_code == 1, (fmt, result.output, result.stderr)
+
+
+# -- hostile configuration and baseline files: usage errors (exit 2, one line), never a crash ---
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "profile = []\n",  # `in` a dict of profiles hashed the list
+        "select = " + "[" * 2000 + "]" * 2000 + "\n",  # tomllib recursion
+        "severity = {TL104 = {}}\n",
+        b"select = [\"\xff\"]\n",
+    ],
+    ids=["profile-list", "deep-array", "severity-table", "invalid-utf8"],
+)
+def test_a_hostile_configuration_is_a_usage_error(tmp_path, monkeypatch, text):
+    (tmp_path / "trajlint.toml").write_bytes(text if isinstance(text, bytes) else text.encode())
+    (tmp_path / "rows.jsonl").write_bytes(EXAMPLE.read_bytes())
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", "rows.jsonl"])
+    assert result.exit_code == 2
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+    assert "trajlint.toml" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"schema_version": 1, "entries": 5}',
+        '{"schema_version": 1, "entries": null}',
+        '{"schema_version": 1, "entries": ' + "[" * 5000 + "]" * 5000 + "}",  # json recursion
+    ],
+    ids=["entries-number", "entries-null", "deep"],
+)
+def test_a_hostile_baseline_is_a_usage_error(tmp_path, text):
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(text)
+    result = CliRunner().invoke(main, ["check", "--isolated", "--baseline", str(baseline), str(EXAMPLE)])
+    assert result.exit_code == 2
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+    assert "baseline" in result.stderr

@@ -117,8 +117,12 @@ class Baseline:
             raise BaselineError(f"baseline {path} cannot be read: {exc.strerror or exc}") from None
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise BaselineError(f"baseline {path} is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise BaselineError(f"baseline {path} is not a trajlint baseline (nested too deeply to read)") from None
         if not isinstance(document, dict) or document.get("schema_version") != SCHEMA_VERSION:
             raise BaselineError(f"baseline {path} is not a trajlint baseline (schema_version {SCHEMA_VERSION})")
+        if not isinstance(document.get("entries", []), list):
+            raise BaselineError(f"baseline {path}: `entries` must be a list")
         counts: Counter[Key] = Counter()
         try:
             for raw in document.get("entries", []):

@@ -66,6 +66,8 @@ def _table(path: Path) -> dict[str, Any] | None:
         raise ConfigError(f"{path}: cannot be read: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses once per level of nested arrays and inline tables
+        raise ConfigError(f"{path}: not valid TOML: arrays or tables nested too deeply to read") from None
     if path.name != PYPROJECT:
         return data
     table = data.get("tool", {}).get("trajlint") if isinstance(data.get("tool"), dict) else None
@@ -105,7 +107,8 @@ def _check(key: str, value: Any) -> str | None:
         bad = next((k for k, v in value.items() if not _strings(v)), None)
         return None if bad is None else f"{bad!r} must be a list of rule selectors (strings)"
     if key == "profile":
-        return None if value in PROFILES else f"must be one of {', '.join(PROFILES)}, not {value!r}"
+        ok = isinstance(value, str) and value in PROFILES  # `in` a dict hashes: a list would raise
+        return None if ok else f"must be one of {', '.join(PROFILES)}, not {value!r}"
     if key == "fail-level":
         return None if value in SEVERITIES else f"must be one of {', '.join(SEVERITIES)}, not {value!r}"
     if key == "max-row-bytes":
