@@ -198,3 +198,21 @@ def test_a_hostile_baseline_is_a_usage_error(tmp_path, text):
     assert result.exit_code == 2
     assert "internal error" not in result.stderr and "Traceback" not in result.stderr
     assert "baseline" in result.stderr
+
+
+# -- regressions: odd path arguments -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("argument", ["a\0b.jsonl", "runs/\0/*.jsonl"])
+def test_a_path_with_a_nul_byte_is_a_finding(argument):
+    """os.stat raises ValueError (not OSError) on one; reachable through the API and globs."""
+    code, report, _ = lint(argument)
+    assert code == 1 and named(report) == {("unreadable-file", 0)}
+    assert "NUL byte" in report["findings"][0]["message"]
+
+
+def test_an_empty_path_is_reported_as_itself_not_as_the_current_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, report, _ = lint("")
+    assert code == 1
+    assert [(f["path"], f["name"]) for f in report["findings"]] == [("", "unreadable-file")]

@@ -79,7 +79,8 @@ def _sources(paths: tuple[str, ...]) -> list[Any]:
     from trajlint.read import iter_sources
 
     return [
-        source if source.path == "-" else dataclasses.replace(source, path=os.path.normpath(source.path))
+        # normpath("") is ".", which exists: an empty argument is reported as itself
+        source if source.path in ("-", "") else dataclasses.replace(source, path=os.path.normpath(source.path))
         for source in iter_sources(list(paths) or ["."])
     ]
 

@@ -183,6 +183,9 @@ def iter_sources(paths: Sequence[str], *, stdin: BinaryIO | None = None) -> Iter
                 else:
                     yield Source("-", "", False, stream)
             continue
+        if "\0" in path:  # os.stat would raise ValueError: no file name can hold one
+            yield Unreadable(path, 0, "contains a NUL byte, which no file name can hold")
+            continue
         try:
             info = os.stat(path)
         except OSError as exc:
