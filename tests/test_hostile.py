@@ -45,6 +45,302 @@ def named(report: dict) -> set[tuple[str, int]]:
     return {(f["name"], f["line"]) for f in report["findings"]}
 
 
+# -- the committed corpus ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    file: str
+    exit: int
+    found: frozenset[tuple[str, int]] = frozenset()  # (rule name, line) that must be reported
+    absent: frozenset[tuple[str, int]] = frozenset()  # ... that must not be
+    rows: int | None = None  # rows parsed, when it matters
+    clean: bool = False  # no finding at all
+
+
+def case(file: str, exit: int, found=(), absent=(), rows=None, clean=False) -> Case:
+    return Case(file, exit, frozenset(found), frozenset(absent), rows, clean)
+
+
+def lines(name: str, *numbers: int) -> list[tuple[str, int]]:
+    return [(name, n) for n in numbers]
+
+
+CASES = [
+    case("empty.jsonl", 0, rows=0, clean=True),
+    case("blank-lines.jsonl", 0, rows=0, clean=True),
+    case("bom.jsonl", 1, lines("invalid-json", 1), rows=1),
+    case("crlf.jsonl", 0, rows=3, clean=True),
+    case("no-final-newline.jsonl", 0, rows=2, clean=True),
+    case("invalid-utf8.jsonl", 1, lines("invalid-json", 2, 3, 4), rows=2),
+    case("truncated-last-line.jsonl", 1, lines("invalid-json", 2), rows=1),
+    case("nan-infinity.jsonl", 1, lines("invalid-json", 1, 2, 3, 5), lines("invalid-json", 4), rows=1),
+    case("duplicate-keys.jsonl", 0, lines("duplicate-key", 1, 2, 3), lines("duplicate-key", 4), rows=4),
+    case(
+        "big-integers.jsonl",
+        1,
+        [*lines("integer-out-of-range", 1, 2, 4), ("non-integer-count", 2), ("invalid-json", 5)],
+        lines("integer-out-of-range", 3),
+        rows=4,
+    ),
+    case(
+        "string-sections.jsonl",
+        1,
+        [*lines("capture-schema", 1, 2), *lines("observations-schema", 1, 3),
+         *lines("trajectory-schema", 1, 4), *lines("verifier-schema", 1, 5)],
+        rows=5,
+    ),
+    case(
+        "string-items.jsonl",
+        1,
+        [*lines("capture-schema", 1, 2, 3, 16), *lines("observations-schema", 4, 5, 6, 7, 8, 9),
+         *lines("verifier-schema", 10, 11), *lines("trajectory-schema", 12, 13, 14, 15)],
+        rows=20,
+    ),
+    case("nulls.jsonl", 1, [("row-not-object", 1), *lines("row-schema", 2, 3, 4, 5, 7)], rows=6),
+    case("not-an-object.jsonl", 1, lines("row-not-object", 1, 2, 3, 4), rows=0),
+    case("truncated.jsonl.gz", 1, lines("unreadable-file", 2), rows=1),
+    case("plain-text.jsonl.gz", 1, lines("unreadable-file", 0), rows=0),
+    case("plain-text.jsonl.zst", 1, lines("unreadable-file", 0), rows=0),
+]
+
+
+def test_every_committed_file_has_a_case():
+    committed = {p.name for p in HOSTILE.iterdir() if p.name != "README.md"}
+    assert committed == {c.file for c in CASES}
+
+
+@pytest.mark.parametrize("expected", CASES, ids=lambda c: c.file)
+def test_hostile_file(expected: Case):
+    code, report, _ = lint(str(HOSTILE / expected.file))
+    found = named(report)
+    assert code == expected.exit
+    assert expected.found <= found, sorted(expected.found - found)
+    assert not expected.absent & found
+    if expected.clean:
+        assert report["findings"] == []
+    if expected.rows is not None:
+        assert report["summary"]["rows"] == expected.rows
+
+
+def test_the_whole_corpus_in_a_real_process():
+    proc = subprocess.run(
+        [sys.executable, "-m", "trajlint", "check", "--isolated", "--output-format", "concise", str(HOSTILE)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert "internal" not in proc.stdout + proc.stderr
+    for expected in CASES:
+        for name, line in expected.found:
+            where = f"{expected.file}:{line}:" if line else f"{expected.file}:"
+            assert any(where in out and f" {name} " in out for out in proc.stdout.splitlines()), (name, where)
+
+
+# -- generated inputs --------------------------------------------------------------------------
+
+
+def test_a_100k_deep_array_is_invalid_json_not_a_stack_overflow(tmp_path):
+    path = tmp_path / "deep.jsonl"
+    path.write_bytes(b"[" * 100_000 + b"]" * 100_000 + b"\n" + EXAMPLE.read_bytes().splitlines()[0] + b"\n")
+    code, report, _ = lint(str(path))
+    assert code == 1
+    assert ("invalid-json", 1) in named(report)
+    assert report["summary"]["rows"] == 1
+
+
+def test_arrays_nested_to_the_parser_limit_are_checked(tmp_path):
+    # orjson reads 1,024 levels; every stage after it must cope with as many.
+    row = b'{"_ng_task_index": 0, "_ng_rollout_index": 0, "payload": ' + b"[" * 1000 + b"]" * 1000 + b"}"
+    path = tmp_path / "deep.jsonl"
+    path.write_bytes(row + b"\n")
+    code, report, _ = lint(str(path))
+    assert code == 0 and report["summary"]["rows"] == 1
+
+
+def test_a_repeated_key_deep_in_nested_objects_is_found():
+    from trajlint.check.rules.strict_json import scan
+
+    raw = b'{"a":' * 1000 + b'{"k":1,"k":2}' + b"}" * 1000
+    assert scan(raw).repeated == (("/a" * 1000, "k", 2),)
+
+
+DEEP_OBJECTS = b'{"a":' * 300 + b"1" + b"}" * 300
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="jsonschema-rs stops at about 255 nested objects with 'ValueError: Recursion limit "
+    "reached', which the schema rules (trajlint/schemas.py, check/rules/schema.py) let escape",
+)
+@pytest.mark.parametrize(
+    "row",
+    [
+        DEEP_OBJECTS,
+        b'{"_ng_task_index": 0, "_ng_rollout_index": 0, "ng_model_call_capture": {"rollout_id": "0-0", '
+        b'"calls": [{"model_call_id": "m", "request": ' + DEEP_OBJECTS + b"}]}}",
+    ],
+    ids=["row", "request-payload"],
+)
+def test_objects_nested_300_deep_are_checked(tmp_path, row):
+    path = tmp_path / "deep.jsonl"
+    path.write_bytes(row + b"\n")
+    lint(str(path))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="trajlint build writes rows with orjson, which refuses more than 254 levels of "
+    "nesting: the TypeError escapes write_builds (trajlint/build_rows.py) and ends the command",
+)
+def test_build_writes_or_reports_a_row_nested_300_deep(tmp_path):
+    path = tmp_path / "deep.jsonl"
+    path.write_bytes(
+        b'{"_ng_task_index": 0, "_ng_rollout_index": 0, "ng_agent_observations": {"source": "s", "records": '
+        b'[{"kind": "agent_invocation", "invocation_id": "i", "model_calls": [], "conversation": ['
+        + DEEP_OBJECTS + b"]}]}}\n"
+    )
+    result = CliRunner().invoke(main, ["build", str(path)])
+    assert result.exit_code in (0, 1), result.stderr
+
+
+def _write_big_row(path: Path, size: int) -> None:
+    """A valid row with a `size`-byte string, written in pieces, never held whole."""
+    piece = b"x" * (1 << 20)
+    with open(path, "wb") as handle:
+        handle.write(b'{"_ng_task_index": 0, "_ng_rollout_index": 0, "note": "')
+        for _ in range(size // len(piece)):
+            handle.write(piece)
+        handle.write(b'"}\n')
+        handle.write(EXAMPLE.read_bytes().splitlines()[1] + b"\n")
+
+
+@pytest.fixture(scope="module")
+def fifty_megabyte_line(tmp_path_factory):
+    path = tmp_path_factory.mktemp("big") / "big.jsonl"
+    _write_big_row(path, 50 << 20)
+    return path
+
+
+def test_a_50mb_line_above_max_row_bytes_is_skipped_in_bounded_memory(fifty_megabyte_line, rules):
+    code, report, _ = lint("--max-row-bytes", str(1 << 20), str(fifty_megabyte_line))
+    assert code == 1
+    assert ("row-too-large", 1) in named(report)
+    assert report["summary"]["rows"] == 1  # the row after it is still checked
+    tracemalloc.start()
+    try:
+        result = run(iter_sources([str(fifty_megabyte_line)]), rules, max_row_bytes=1 << 20)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [f.name for f in result.findings] == ["row-too-large"]
+    assert peak < 12 << 20, f"peak {peak:,} bytes while skipping a 50 MB line"
+
+
+def test_a_50mb_line_below_max_row_bytes_is_checked(fifty_megabyte_line):
+    code, report, _ = lint(str(fifty_megabyte_line))
+    assert code == 0
+    assert report["summary"]["rows"] == 2
+    assert "row-too-large" not in {f["name"] for f in report["findings"]}
+
+
+def test_missing_path_is_a_finding(tmp_path):
+    code, report, _ = lint(str(tmp_path / "nowhere.jsonl"))
+    assert code == 1
+    assert named(report) == {("unreadable-file", 0)}
+
+
+def test_symlinks_that_lead_nowhere(tmp_path):
+    (tmp_path / "dangling.jsonl").symlink_to(tmp_path / "missing.jsonl")
+    (tmp_path / "loop.jsonl").symlink_to(tmp_path / "loop.jsonl")
+    for named_path in ("dangling.jsonl", "loop.jsonl"):
+        code, report, _ = lint(str(tmp_path / named_path))
+        assert code == 1 and named(report) == {("unreadable-file", 0)}
+    code, report, _ = lint(str(tmp_path))  # found while searching: reported the same way
+    messages = sorted(f["message"] for f in report["findings"])
+    assert code == 1 and len(messages) == 2
+    assert "symbolic link loop" in messages[1] and "missing file" in messages[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_found_while_searching_is_skipped_without_hanging(tmp_path):
+    os.mkfifo(tmp_path / "pipe.jsonl")  # opening it for reading would block until a writer came
+    (tmp_path / "rows.jsonl").write_bytes(EXAMPLE.read_bytes())
+    proc = subprocess.run(
+        [sys.executable, "-m", "trajlint", "check", "--isolated", "--output-format", "json", str(tmp_path)],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["findings"] == [] and report["summary"]["rows"] == 3
+    # Named explicitly, it is a finding instead (still without opening it).
+    code, report, _ = lint(str(tmp_path / "pipe.jsonl"))
+    assert code == 1 and named(report) == {("unreadable-file", 0)}
+
+
+# -- wrong types everywhere --------------------------------------------------------------------
+
+WRONG = (None, "", -1, 1.5, True, [], {}, "7")
+MISSING = object()
+
+
+def _places(node, path=()):
+    """Every leaf and container path; of a list only its first item (the others have its
+    shape), so that one real row stays a few thousand runs."""
+    yield path
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _places(value, (*path, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node[:1]):
+            yield from _places(value, (*path, index))
+
+
+def _cut(node):
+    """Lists cut to two items: the row keeps every shape (and a neighbour for each item) at a
+    quarter of its size, which is what each of the few thousand runs costs."""
+    if isinstance(node, dict):
+        return {key: _cut(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_cut(value) for value in node[:2]]
+    return node
+
+
+def _richest_row() -> dict:
+    """The real row holding the most evidence sections and record kinds, cut to size."""
+    rows = [orjson.loads(line) for line in CLEAN_ROWS.read_bytes().splitlines()]
+
+    def richness(row):
+        kinds = {r.get("kind") for r in (row.get("ng_agent_observations") or {}).get("records", [])}
+        sections = sum(key in row for key in ("ng_model_call_capture", "ng_agent_observations", "ng_trajectory", "ng_verifier_invocations"))
+        return sections, len(kinds), -len(orjson.dumps(row))
+
+    return _cut(max(rows, key=richness))
+
+
+def test_every_path_of_a_real_row_with_every_wrong_type(rules):
+    """A whole run per mutated row: no internal error, and every pointer resolves in its row."""
+    row = _richest_row()
+    places = [p for p in _places(row) if p]
+    assert len(places) > 250
+    runs = 0
+    for path in places:
+        parent = row
+        for key in path[:-1]:
+            parent = parent[key]
+        original = parent[path[-1]]
+        for value in WRONG:
+            parent[path[-1]] = value  # in place, and put back: a deep copy per run costs more than the run
+            raw = orjson.dumps(row)
+            result = run([Source("mutated.jsonl", stream=io.BytesIO(raw))], rules, max_row_bytes=1 << 28)
+            assert result.internal_errors == 0, (path, value, [f.message for f in result.findings if f.name == "internal-error"])
+            unresolved = [(f.name, f.pointer) for f in result.findings if resolve(row, f.pointer, MISSING) is MISSING]
+            assert not unresolved, (path, value, unresolved)
+            runs += 1
+        parent[path[-1]] = original
+    assert runs == len(places) * len(WRONG)
+
+
 # -- regressions: ids of the wrong type --------------------------------------------------------
 
 
