@@ -307,6 +307,8 @@ def check(
             f"`trajlint baseline -o {baseline_use['path']}` rewrites it",
             err=True,
         )
+    if result.internal_errors:
+        click.echo(f"trajlint: {internal_error_line(result.findings, result.internal_errors)}", err=True)
     sys.exit(
         exit_status(
             report.findings,
@@ -349,10 +351,7 @@ def baseline_command(output: str | None, **options: Any) -> None:
         raise click.UsageError(problem)
     result = run(sources, rules, max_row_bytes=settings["max-row-bytes"].value)
     if result.internal_errors:
-        raise Failure(
-            f"{result.internal_errors} internal error(s) while checking; {path} was not written "
-            "(rerun `trajlint check` to see them)"
-        )
+        raise Failure(f"{internal_error_line(result.findings, result.internal_errors)}; {path} was not written")
     document = baseline.record(selection.drop_ignored(result.findings, ignores))
     try:
         with open(path, "w", encoding="utf-8", newline="\n") as handle:
@@ -424,6 +423,19 @@ def build_command(paths: tuple[str, ...], output: str | None, trajectory_only: b
     if result.internal_errors:
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if result.failures else EXIT_CLEAN)
+
+
+def internal_error_line(findings: list[Any], count: int) -> str:
+    """One line for standard error: the first internal error, which names its rule and row and
+    asks for a report, and how many more there were."""
+    first = next((f for f in findings if f.name == "internal-error"), None)
+    text = (
+        " ".join(first.message.split())  # an exception's message may span lines
+        if first is not None
+        else "a rule raised while checking; this is a bug in trajlint, please report it"
+    )
+    more = f" ({count - 1:,} more)" if count > 1 else ""
+    return f"internal error: {text}{more}"
 
 
 def text_summary(report: Any) -> str:
