@@ -1,5 +1,6 @@
 """The promises of the README and spec §6, tested as such: inputs are never written, the network
-is never reached, and an internal error is one line (never a traceback) and exit 2."""
+is never reached, an internal error is one line (never a traceback) and exit 2, and the fuzzer
+finds nothing in a bounded pass and nothing in the inputs that once crashed trajlint."""
 
 from __future__ import annotations
 
@@ -209,3 +210,33 @@ def test_an_unexpected_exception_is_one_line_and_debug_shows_the_traceback(tmp_p
     assert "bug in trajlint" in plain.stderr
     debug = subprocess.run([*run, "--debug"], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
     assert debug.returncode != 0 and "Traceback" in debug.stderr
+
+
+# -- the fuzzer ------------------------------------------------------------------------------
+
+
+def _fuzzer():
+    sys.path.insert(0, str(FUZZ))
+    try:
+        import fuzz_pipeline
+    finally:
+        sys.path.remove(str(FUZZ))
+    return fuzz_pipeline
+
+
+@pytest.mark.fuzz
+def test_every_past_crash_stays_fixed():
+    fuzz = _fuzzer()
+    crashes = sorted(p for p in (FUZZ / "crashes").iterdir() if p.is_file() and not p.name.startswith("."))
+    assert crashes, "fuzz/crashes/ holds the inputs that once crashed trajlint"
+    for path in crashes:
+        fuzz.check_input(path.read_bytes())
+
+
+@pytest.mark.fuzz
+def test_a_bounded_fuzzing_pass_finds_nothing():
+    """Deterministic (seeded) mutations of the seed corpus through the whole pipeline; run the
+    fuzzer longer with `python fuzz/fuzz_pipeline.py` (see fuzz/README.md)."""
+    fuzz = _fuzzer()
+    crashes = fuzz.pure_fuzz(runs=1000, max_total_time=25, seed=20260, save_to=None)
+    assert not crashes, f"{len(crashes)} crashing input(s); the first: {crashes[0][:200]!r}"
