@@ -1,0 +1,392 @@
+"""One row seen the way NeMo Gym 0.7.0's health checks see a persisted rollout — on trajlint's build.
+
+NeMo Gym judges the persisted `ng_trajectory` alone. trajlint judges its own build of the row
+(`subject.build.trajectory`), which reads every model-call dialect and keeps what validates, so
+an Anthropic Messages turn is judged by what its response says and a damaged section is
+reported by the rules that own it instead of hiding the rest of the row.
+
+The view is computed once per row and shared by the TL6xx rules, the task reductions and the
+health report: the call bindings (which call each turn and invocation reference resolves to),
+which checks can run at all (a check whose evidence is absent is *unobserved*), each check's
+findings (the checks register themselves with `check`), and the small digest the run-level
+reductions keep.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from trajlint.build.ledger import CallIndex, ref_key
+from trajlint.check.spec import Subject
+
+FAILED_RESPONSE_STATUSES = frozenset({"failed", "error", "cancelled"})
+LENGTH_LIMITS = frozenset({"length", "max_output_tokens", "max_tokens"})
+# Gaps that say captured calls are missing from the row: call-based checks cannot run.
+INCOMPLETE_CALL_GAPS = frozenset(
+    {
+        "model_calls_unavailable",
+        "model_call_capture_incomplete",
+        "model_call_capture_records_unreadable",
+        "model_call_capture_unreadable",
+    }
+)
+REFERENCE_GAPS = {
+    "model_call_reference_unmatched": "missing_captured_call",
+    "model_call_reference_ambiguous": "duplicated_captured_call",
+    "model_call_reference_conflict": "conflicting_call_ownership",
+}
+
+# Rule names, one per NeMo Gym rollout check, in NeMo Gym's registry order.
+MISSING_TURNS = "rollout-missing-agent-turns"
+ENDED_ON_FAILURE = "rollout-ended-on-failed-model-call"
+HOLLOW_TURN = "agent-turn-hollow"
+ZERO_COMPLETION = "model-call-zero-completion-tokens"
+MISSING_COUNTS = "model-call-missing-token-counts"
+CAPTURE_MISMATCH = "trajectory-capture-mismatch"
+CALL_FAILED = "model-call-failed"
+TOKEN_MISMATCH = "rollout-token-count-mismatch"
+RUNAWAY = "model-call-runaway-generation"
+ROLLOUT_RULES = (
+    MISSING_TURNS, ENDED_ON_FAILURE, HOLLOW_TURN, ZERO_COMPLETION, MISSING_COUNTS,
+    CAPTURE_MISMATCH, CALL_FAILED, TOKEN_MISMATCH, RUNAWAY,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class HealthFinding:
+    """One check's finding: trajlint's pointer and message, NeMo Gym's locator and detail."""
+
+    rule: str
+    pointer: str
+    message: str
+    locator: dict[str, Any] | None
+    detail: dict[str, Any]
+
+
+Check = Callable[["HealthView"], Iterable[HealthFinding]]
+CHECKS: dict[str, Check] = {}
+
+
+def check(rule: str) -> Callable[[Check], Check]:
+    """Register the function that finds `rule`'s problems in a view (see check/rules/health.py)."""
+
+    def register(fn: Check) -> Check:
+        CHECKS[rule] = fn
+        return fn
+
+    return register
+
+
+# -- calls -------------------------------------------------------------------------------------
+
+
+def is_failed(meta: dict[str, Any]) -> bool:
+    """HTTP status 400 or above, an error category, or a failed/errored/cancelled response."""
+    status = meta.get("status_code")
+    response_status = meta.get("response_status")
+    return (
+        (type(status) is int and status >= 400)
+        or bool(meta.get("error_category"))
+        or (isinstance(response_status, str) and response_status in FAILED_RESPONSE_STATUSES)
+    )
+
+
+def is_successful(meta: dict[str, Any]) -> bool:
+    status = meta.get("status_code")
+    return not is_failed(meta) and (status is None or (type(status) is int and 200 <= status < 400))
+
+
+def count(value: Any) -> int | None:
+    return value if type(value) is int and value >= 0 else None
+
+
+def model_key(meta: dict[str, Any]) -> tuple[Any, Any] | None:
+    ref = meta.get("model_ref")
+    return (ref.get("type"), ref.get("name")) if isinstance(ref, dict) else None
+
+
+def _call_identity(call: dict[str, Any]) -> str | None:
+    """What makes a call the same call twice: its id, else its model and response id."""
+    if call.get("model_call_id"):
+        return f"call:{call['model_call_id']}"
+    meta = call["response_metadata"]
+    key = model_key(meta)
+    if key is not None and meta.get("response_id"):
+        return f"response:{key[0]}:{key[1]}:{meta['response_id']}"
+    if meta.get("response_id"):
+        return f"response::{meta['response_id']}"
+    return None
+
+
+def ref_label(key: tuple[Any, Any, Any]) -> str | None:
+    """NeMo Gym's name for a reference; its text after the last `:` is the finding's call id."""
+    call_id, model_ref, response_id = key
+    if call_id is not None:
+        return f"call:{call_id}"
+    if model_ref is not None and response_id is not None:
+        return f"response:{model_ref[0]}:{model_ref[1]}:{response_id}"
+    return None
+
+
+# -- bindings ----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Bindings:
+    """References (deduplicated) and the calls they resolve to: exactly one, none, or several."""
+
+    references: int = 0
+    matched: list[int] = field(default_factory=list)  # call positions, in trajectory order
+    missing: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (label, ref)
+    duplicated: list[tuple[str, dict[str, Any], int]] = field(default_factory=list)  # (label, ref, matches)
+
+    @property
+    def complete(self) -> bool:
+        return self.references > 0 and not self.missing and not self.duplicated
+
+
+def _refs(items: Iterable[dict[str, Any]], seen: dict[Any, tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """The usable references of the items, each signature once; `seen` is shared across calls."""
+    out = []
+    for item in items:
+        for ref in item.get("model_calls") or ():
+            key = ref_key(ref)
+            label = ref_label(key) if key is not None else None
+            if label is not None and key not in seen:
+                seen[key] = (label, ref)
+                out.append((label, ref))
+    return out
+
+
+def _bind(index: CallIndex, refs: list[tuple[str, dict[str, Any]]]) -> Bindings:
+    bindings = Bindings(references=len(refs))
+    matched: set[int] = set()
+    for label, ref in refs:
+        matches = index.match(ref) or ()
+        if not matches:
+            bindings.missing.append((label, ref))
+        elif len(matches) > 1:
+            bindings.duplicated.append((label, ref, len(matches)))
+        else:
+            matched.add(matches[0].index)
+    bindings.matched = sorted(matched)
+    return bindings
+
+
+def _usage(response: Any) -> tuple[int | None, int | None]:
+    """The transcript's own token counts (`response.usage`, Responses or Chat names)."""
+    usage = response.get("usage") if isinstance(response, dict) else None
+    if not isinstance(usage, dict):
+        return None, None
+    prompt = usage.get("input_tokens", usage.get("prompt_tokens"))
+    completion = usage.get("output_tokens", usage.get("completion_tokens"))
+    return count(prompt), count(completion)
+
+
+def _capture_damaged(capture: Any) -> bool:
+    """The row holds a capture, but not in a shape the build could read every call of.
+
+    Its calls are then damaged, not absent: the checks judge what is left, and the schema
+    rules report the damage.
+    """
+    if capture is None:
+        return False
+    calls = capture.get("calls") if isinstance(capture, dict) else None
+    return not isinstance(calls, list) or not all(isinstance(call, dict) for call in calls)
+
+
+# -- the view ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Digest:
+    """What the run-level reductions keep of a row: a few numbers, never the row."""
+
+    calls: int
+    successful_turn_calls: int
+    policy_calls_observed: bool
+    failed_by_status: tuple[tuple[str, int], ...]
+    ended_on_error: bool
+    duplicated_calls: int
+    transcript_prompt: int
+    transcript_completion: int
+    capture_prompt: int
+    capture_completion: int
+    stated_invalid: bool  # NeMo Gym could not read the stated trajectory (its record_unreadable)
+
+    @property
+    def failed_calls(self) -> int:
+        return sum(n for _, n in self.failed_by_status)
+
+
+class HealthView:
+    """The health checks' view of one row, on trajlint's build of it."""
+
+    def __init__(self, subject: Subject):
+        self.subject = subject
+        self.row = subject.row
+        self.build = subject.build
+        trajectory = self.build.trajectory
+        self.turns: list[dict[str, Any]] = trajectory["turns"]
+        self.calls: list[dict[str, Any]] = trajectory["model_calls"]
+        self.entries = self.build.ledger.calls
+        codes = set()
+        self.reference_gaps = []
+        for gap in trajectory["gaps"]:
+            codes.add(gap["code"])
+            if gap["code"] in REFERENCE_GAPS:
+                self.reference_gaps.append(gap)
+        self.turns_observed = bool(self.turns) or "turns_unavailable" not in codes
+        incomplete = codes & INCOMPLETE_CALL_GAPS
+        if incomplete == {"model_calls_unavailable"} and _capture_damaged(self.row.get("ng_model_call_capture")):
+            incomplete = set()  # the calls are there, only damaged
+        self.calls_observed = not incomplete
+        self.turn_scope_complete = "turn_model_call_scope_incomplete" not in codes
+        self.index = CallIndex(self.entries)
+        seen: dict[Any, tuple[str, dict[str, Any]]] = {}
+        turn_refs = _refs(self.turns, seen)
+        self.turn_bindings = _bind(self.index, turn_refs)
+        invocation_refs = _refs(trajectory["invocations"], seen)
+        self.owned_bindings = (
+            _bind(self.index, turn_refs + invocation_refs) if invocation_refs else self.turn_bindings
+        )
+        self.transcript = _usage(self.row.get("response"))
+        # The transcript's usage counts the agent's compaction helpers too, which are no turns.
+        bound = set(self.turn_bindings.matched)
+        self.helper_calls = [
+            e.index for e in self.entries if e.index not in bound and e.is_helper and not e.is_verifier_owned
+        ]
+        self._results: dict[str, list[HealthFinding] | None] = {}
+        self._digest: Digest | None = None
+        self._tokens: list[tuple[int | None, int | None]] | None = None
+
+    # -- gating: a check whose evidence is absent is unobserved -----------------------------
+
+    def unobserved(self, rule: str) -> bool:
+        if rule in (MISSING_TURNS, HOLLOW_TURN):
+            return not self.turns_observed
+        if rule == ENDED_ON_FAILURE:
+            return not (self.calls_observed and self.calls)
+        if not self.calls_observed:
+            return True
+        owned = self.owned_bindings
+        if rule == CAPTURE_MISMATCH:
+            return not (owned.references or self.reference_gaps)
+        if rule == TOKEN_MISMATCH:
+            bound = self.turn_bindings
+            return (
+                not bound.matched
+                or not self.turn_scope_complete
+                or not bound.complete
+                or None in self.transcript
+                or any(None in self.tokens(i) for i in self.spending_calls())
+            )
+        if not owned.matched:
+            return True
+        if rule == RUNAWAY:  # a length stop whose response was not kept cannot be judged
+            return any(
+                self.calls[i]["response"] is None and self.calls[i]["response_metadata"].get("finish_reason") in LENGTH_LIMITS
+                for i in owned.matched
+            )
+        return False
+
+    def findings(self, rule: str) -> list[HealthFinding] | None:
+        """The rule's findings on this row, or None when it is unobserved (computed once)."""
+        if rule not in self._results:
+            if rule not in CHECKS:
+                import trajlint.check.rules  # noqa: F401 - the checks register with their rules
+            self._results[rule] = None if self.unobserved(rule) else list(CHECKS[rule](self))
+        return self._results[rule]
+
+    # -- calls ------------------------------------------------------------------------------
+
+    def tokens(self, index: int) -> tuple[int | None, int | None]:
+        """Call `index`'s usable (prompt, completion) token counts."""
+        if self._tokens is None:
+            self._tokens = [
+                (count(stats.get("prompt_tokens")), count(stats.get("completion_tokens")))
+                for stats in (call["token_stats"] for call in self.calls)
+            ]
+        return self._tokens[index]
+
+    def spending_calls(self) -> list[int]:
+        """The calls the transcript's usage counts: those its turns reference, and compaction helpers."""
+        return sorted(self.turn_bindings.matched + self.helper_calls)
+
+    def chains(self) -> dict[Any, list[tuple[dict[str, Any], int]]]:
+        """(call, position) per model the calls went to: a judge's calls are not the policy's."""
+        chains: dict[Any, list[tuple[dict[str, Any], int]]] = {}
+        for position, call in enumerate(self.calls):
+            chains.setdefault(model_key(call["response_metadata"]), []).append((call, position))
+        return chains
+
+    # -- the row's digest -------------------------------------------------------------------
+
+    def digest(self) -> Digest:
+        if self._digest is None:
+            self._digest = self._make_digest()
+        return self._digest
+
+    def _make_digest(self) -> Digest:
+        failed: dict[str, int] = {}
+        identities: set[str] = set()
+        duplicated = prompt_sum = completion_sum = 0
+        for position, call in enumerate(self.calls):
+            meta = call["response_metadata"]
+            if is_failed(meta):
+                status = meta.get("status_code")
+                key = str(status) if status is not None else "unknown"
+                failed[key] = failed.get(key, 0) + 1
+            identity = _call_identity(call)
+            if identity is not None:
+                duplicated += identity in identities
+                identities.add(identity)
+            prompt, completion = self.tokens(position)
+            prompt_sum += prompt or 0
+            completion_sum += completion or 0
+        transcript_prompt, transcript_completion = self.transcript
+        evidence = self.build.evidence
+        return Digest(
+            calls=len(self.calls),
+            successful_turn_calls=sum(is_successful(self.calls[i]["response_metadata"]) for i in self.turn_bindings.matched),
+            policy_calls_observed=self.turn_scope_complete and self.turn_bindings.complete,
+            failed_by_status=tuple(sorted(failed.items())),
+            ended_on_error=bool(failed) and any(ended_on_failure(chain) for chain in self.chains().values()),
+            duplicated_calls=duplicated,
+            transcript_prompt=transcript_prompt or 0,
+            transcript_completion=transcript_completion or 0,
+            capture_prompt=prompt_sum,
+            capture_completion=completion_sum,
+            stated_invalid=evidence.stated and not evidence.stated_valid,
+        )
+
+
+def ordered(chain: list[tuple[dict[str, Any], int]]) -> list[tuple[dict[str, Any], int]]:
+    """A model's calls in time order (then trajectory order)."""
+    return sorted(chain, key=lambda item: (item[0].get("started_at") or 0.0, item[1]))
+
+
+def ended_on_failure(chain: list[tuple[dict[str, Any], int]]) -> bool:
+    """Whether this model's own last call, in time, failed; a mixed chain that cannot be ordered says nothing."""
+    failed = sum(1 for call, _ in chain if is_failed(call["response_metadata"]))
+    if not failed:
+        return False
+    if failed == len(chain):
+        return True
+    if any(call.get("started_at") is None for call, _ in chain):
+        return False
+    return is_failed(ordered(chain)[-1][0]["response_metadata"])
+
+
+_last = threading.local()
+
+
+def view_of(subject: Subject) -> HealthView:
+    """The row's view, built once: every TL6xx rule and the health report share it."""
+    cached = getattr(_last, "view", None)
+    if cached is None or cached.subject is not subject:
+        cached = _last.view = HealthView(subject)
+    return cached
