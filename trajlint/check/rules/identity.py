@@ -13,27 +13,30 @@ from trajlint.pointer import child
 
 @run_rule("duplicate-rollout-identity", reads=["row"])
 class DuplicateRolloutIdentity:
-    """Rows of one run that claim the same (task_id, rollout_id).
+    """Rows of one run that claim the same (task_id, rollout_id) in the same stage.
 
-    Keeps one small entry per distinct identity (where it was first seen, and any repeats), so
-    memory grows with the number of rollouts, never with their size.
+    A multi-stage driver writes one row per rollout per stage (`stage_index`), as NeMo Gym's
+    health check allows. Keeps one small entry per distinct identity (where it was first seen,
+    and any repeats), so memory grows with the number of rollouts, never with their size.
     """
 
     def __init__(self) -> None:
-        self._first: dict[Rollout, tuple[str, int]] = {}
-        self._repeated: dict[Rollout, list[tuple[str, int]]] = {}
+        self._first: dict[tuple[Rollout, Any], tuple[str, int]] = {}
+        self._repeated: dict[tuple[Rollout, Any], list[tuple[str, int]]] = {}
 
     def observe(self, subject: Subject) -> None:
         rollout = subject.rollout
         if rollout is None:
             return
+        key = (rollout, _stage(subject.row.get("stage_index")))
         place = (subject.path, subject.line)
-        first = self._first.setdefault(rollout, place)
+        first = self._first.setdefault(key, place)
         if first is not place:
-            self._repeated.setdefault(rollout, [first]).append(place)
+            self._repeated.setdefault(key, [first]).append(place)
 
     def finish(self) -> Iterator[tuple[Location, Rollout, Violation]]:
-        for rollout, places in self._repeated.items():
+        for (rollout, stage), places in self._repeated.items():
+            in_stage = f" in stage {stage!r}" if stage is not None else ""
             for path, line in places:
                 others = tuple(Location(p, n) for p, n in places if (p, n) != (path, line))
                 yield (
@@ -42,10 +45,15 @@ class DuplicateRolloutIdentity:
                     Violation(
                         "",
                         f"rollout task_id={rollout.task_id!r} rollout_id={rollout.rollout_id!r} "
-                        f"is recorded by {len(places)} rows",
+                        f"is recorded by {len(places)} rows{in_stage}",
                         others,
                     ),
                 )
+
+
+def _stage(value: Any) -> Any:
+    """A stage as a grouping key (a stage that is not a number or a string stands for itself)."""
+    return value if value is None or isinstance(value, (str, int, float)) else repr(value)
 
 
 def _stated_ids(subject: Subject) -> tuple[Any, Any]:

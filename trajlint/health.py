@@ -1,0 +1,591 @@
+"""Rollout health the way NeMo Gym 0.7.0's `gym eval health-check` reports it, from trajlint's findings.
+
+Each row gets a verdict — *unhealthy* when a health check found something, else *unobserved*
+when a check could not run for lack of evidence, else *healthy* — and each task is reduced
+over its repeats (copies of one rollout index with mixed verdicts count as unobserved). The
+numbers go into the report's summary, and `trajlint check --health-report DIR` writes
+`quality_summary.json` and `rollout_verdicts.jsonl` in NeMo Gym's format.
+
+Memory stays small per row: the run keeps, per task and rollout index, one small integer per
+copy; the verdict rows of the report are spooled to a temporary file and only their sort keys
+and offsets stay in memory.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import re
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from trajlint.build.identity import python_str
+from trajlint.check import health_view as hv
+from trajlint.check.spec import Subject
+from trajlint.findings import Finding, Location, Rollout
+
+HEALTHY, UNHEALTHY, UNOBSERVED = "healthy", "unhealthy", "unobserved"
+VERDICTS = (HEALTHY, UNHEALTHY, UNOBSERVED)
+_CODE = {HEALTHY: 0, UNHEALTHY: 1, UNOBSERVED: 2}
+
+SUMMARY_FILE = "quality_summary.json"
+VERDICTS_FILE = "rollout_verdicts.jsonl"
+
+CHECK_EXECUTION_ERROR = "check_execution_error"
+RECORD_UNREADABLE = "record_unreadable"
+DUPLICATE_IDENTITY = "rollout_duplicate_identity"
+TASK_UNHEALTHY = "task_consistently_unhealthy"
+TASK_NO_SUCCESS = "task_no_successful_model_calls"
+
+#: Every NeMo Gym 0.7.0 check id, in its registry order, with the trajlint rules that cover it.
+CHECKS: dict[str, tuple[str, ...]] = {
+    CHECK_EXECUTION_ERROR: ("internal-error",),
+    RECORD_UNREADABLE: ("invalid-json", "row-not-object", "trajectory-schema"),
+    DUPLICATE_IDENTITY: ("duplicate-rollout-identity",),
+    **{name.replace("-", "_"): (name,) for name in hv.ROLLOUT_RULES},
+    TASK_UNHEALTHY: ("task-consistently-unhealthy",),
+    TASK_NO_SUCCESS: ("task-no-successful-model-calls",),
+}
+ROLLOUT_CHECKS = tuple(check for check in CHECKS if not check.startswith("task_"))
+TASK_CHECKS = (TASK_UNHEALTHY, TASK_NO_SUCCESS)
+_INTERNAL = re.compile(r"rule (TL6\d\d) (\S+) raised (\w+)")
+
+
+def check_of(rule: str) -> str:
+    """The NeMo Gym check id a TL6xx rule implements."""
+    return rule.replace("-", "_")
+
+
+def hashable(value: Any) -> Any:
+    """A grouping key for a JSON value (NeMo Gym's index keys are ints or strings in practice)."""
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    try:
+        return orjson.dumps(value).decode()
+    except (TypeError, ValueError, RecursionError):  # nested deeper than JSON writers go
+        return f"<{type(value).__name__} nested too deep>"
+
+
+def _sort_part(value: Any) -> tuple[int, Any]:
+    """NeMo Gym orders integer keys before every other key, those by their text."""
+    return (0, value) if isinstance(value, int) else (1, python_str(value))
+
+
+# -- repeats of a task -------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Task:
+    """One task's repeats: per rollout index, the verdict codes of its copies (with copy keys)."""
+
+    first: Location
+    rollout: Rollout | None  # the first row's identity; its task_id is the usual one for the task
+    buckets: dict[Any, Any] = field(default_factory=dict)
+    policy_calls_observed: bool = True
+    successful: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TaskOutcome:
+    repeats: int
+    counts: dict[str, int]
+    flags: tuple[str, ...]
+    coverage: dict[str, bool]  # task check -> evaluated (False: unobserved)
+
+
+class TaskRepeats:
+    """The run's repeats per task, kept compact: most rows cost one small integer.
+
+    A copy is its verdict code, or (copy key, code) when its key is not the usual one. Copies of
+    one rollout index with the same key are duplicates of one rollout, and NeMo Gym's duplicate
+    check makes each of them unhealthy. The key is trajlint's rollout identity and the stage,
+    as `duplicate-rollout-identity` has it, so a retry (another attempt) and another stage of
+    one rollout are not duplicates.
+    """
+
+    def __init__(self, duplicates: bool = True):
+        self.tasks: dict[Any, Task] = {}
+        self.duplicates = duplicates
+
+    def add(
+        self,
+        task: Any,
+        rollout_index: Any,
+        verdict: str,
+        *,
+        stage: Any = None,
+        first: Location,
+        rollout: Rollout | None,
+        policy_calls_observed: bool,
+        successful: bool,
+    ) -> int:
+        """Record a copy; returns its position among the copies of its rollout index."""
+        entry = self.tasks.get(task)
+        if entry is None:
+            entry = self.tasks[task] = Task(first, rollout)
+        key = _copy_key(entry, task, rollout_index, stage, rollout)
+        copy = _CODE[verdict] if key is None else (key, _CODE[verdict])
+        bucket = entry.buckets.get(rollout_index)
+        if bucket is None:
+            entry.buckets[rollout_index] = copy
+            position = 0
+        elif isinstance(bucket, list):
+            bucket.append(copy)
+            position = len(bucket) - 1
+        else:
+            entry.buckets[rollout_index] = [bucket, copy]
+            position = 1
+        entry.policy_calls_observed &= policy_calls_observed
+        entry.successful |= successful
+        return position
+
+    def copies(self, task: Any, rollout_index: Any) -> list[tuple[str, int]]:
+        """(final verdict, duplicate count) of each copy; a duplicate is unhealthy."""
+        bucket = self.tasks[task].buckets[rollout_index]
+        raw = bucket if isinstance(bucket, list) else [bucket]
+        keys = [c[0] if isinstance(c, tuple) else None for c in raw]
+        codes = [c[1] if isinstance(c, tuple) else c for c in raw]
+        counts = Counter(keys) if self.duplicates and len(raw) > 1 else Counter()
+        out = []
+        for key, code in zip(keys, codes):
+            copies = counts.get(key, 1)
+            duplicate = copies > 1 and not isinstance(key, _Unique)
+            out.append((UNHEALTHY if duplicate else VERDICTS[code], copies if duplicate else 0))
+        return out
+
+    def outcome(self, task: Any) -> TaskOutcome:
+        entry = self.tasks[task]
+        verdicts = []
+        for rollout_index in entry.buckets:
+            finals = {verdict for verdict, _ in self.copies(task, rollout_index)}
+            verdicts.append(finals.pop() if len(finals) == 1 else UNOBSERVED)
+        counts = Counter(verdicts)
+        computable = [v for v in verdicts if v != UNOBSERVED]
+        flags = []
+        coverage = {TASK_UNHEALTHY: len(computable) >= 2, TASK_NO_SUCCESS: entry.policy_calls_observed}
+        if coverage[TASK_UNHEALTHY] and all(v == UNHEALTHY for v in computable):
+            flags.append(TASK_UNHEALTHY)
+        if coverage[TASK_NO_SUCCESS] and not entry.successful:
+            flags.append(TASK_NO_SUCCESS)
+        return TaskOutcome(len(verdicts), {v: counts.get(v, 0) for v in VERDICTS}, tuple(flags), coverage)
+
+
+class _Unique:
+    """The copy key of a row whose rollout identity cannot be derived: never a duplicate."""
+
+    __slots__ = ()
+
+
+def _copy_key(entry: Task, task: Any, rollout_index: Any, stage: Any, rollout: Rollout | None) -> Any:
+    """None for the usual key (no stage, the task's id, the default rollout id), else the key itself."""
+    if rollout is None:
+        return _Unique()  # no derivable identity: never a duplicate
+    usual = (
+        stage is None
+        and entry.rollout is not None
+        and rollout.task_id == entry.rollout.task_id
+        and rollout.rollout_id == f"{python_str(task)}-{python_str(rollout_index)}"
+    )
+    return None if usual else (stage, rollout.task_id, rollout.rollout_id)
+
+
+def stage_index(row: dict[str, Any]) -> Any:
+    return hashable(row.get("stage_index"))
+
+
+def task_index(row: dict[str, Any]) -> Any:
+    return hashable(row["_ng_task_index"]) if "_ng_task_index" in row else None
+
+
+def rollout_index(row: dict[str, Any]) -> Any:
+    return hashable(row.get("_ng_rollout_index", 0))
+
+
+# -- a row's verdict ---------------------------------------------------------------------------
+
+
+def verdict(found: bool, unobserved: bool) -> str:
+    return UNHEALTHY if found else UNOBSERVED if unobserved else HEALTHY
+
+
+def view_verdict(subject: Subject) -> tuple[str, hv.Digest]:
+    """A row's verdict over every rollout health check (what the task rules reduce)."""
+    view = hv.view_of(subject)
+    digest = view.digest()
+    results = [view.findings(rule) for rule in hv.ROLLOUT_RULES]
+    found = digest.stated_invalid or any(results)
+    return verdict(found, any(r is None for r in results)), digest
+
+
+# -- the run, as the health report sees it ------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Stats:
+    records: int = 0
+    captures: int = 0
+    errors: int = 0
+    errors_by_status: Counter = field(default_factory=Counter)
+    rollouts_with_errors: int = 0
+    ended_on_error: int = 0
+    replayed: int = 0
+    replaying_rollouts: int = 0
+    tokens: Counter = field(default_factory=Counter)
+
+    def add(self, digest: hv.Digest) -> None:
+        self.captures += digest.calls > 0
+        self.errors += digest.failed_calls
+        self.errors_by_status.update(dict(digest.failed_by_status))
+        self.rollouts_with_errors += digest.failed_calls > 0
+        self.ended_on_error += digest.ended_on_error
+        self.replayed += digest.duplicated_calls
+        self.replaying_rollouts += digest.duplicated_calls > 0
+        self.tokens.update(
+            prompt=digest.transcript_prompt,
+            completion=digest.transcript_completion,
+            capture_prompt=digest.capture_prompt,
+            capture_completion=digest.capture_completion,
+        )
+
+
+class _Ordinal:
+    """A row without `_ng_task_index`: NeMo Gym uses its position among all non-blank lines.
+
+    Known only at the end (unreadable lines before it count too); until then its identity is
+    the task key.
+    """
+
+    __slots__ = ("position", "value")
+
+    def __init__(self, rows_before: int, position: tuple[int, int]):
+        self.value = rows_before  # rows before it; lines that never became rows are added at the end
+        self.position = position  # (input index, line)
+
+
+class HealthObserver:
+    """Sees each row's findings (a `RowObserver`) and reduces them to NeMo Gym's health report.
+
+    `rules` are the rules of the run: a NeMo Gym check none of whose rules runs is *ignored*, as
+    with `gym eval health-check --ignore-checks`. `inputs` are the input paths in reading order
+    (unreadable lines are named after their input's position). With `spool`, the verdict rows
+    are kept (on disk) for `write_report`.
+    """
+
+    def __init__(self, rules: Iterable[Any], inputs: Sequence[str] = (), *, spool: bool = False):
+        names = {spec.name for spec in rules}
+        self.codes = {spec.code: spec.name for spec in rules}
+        self.rollout_rules = [r for r in hv.ROLLOUT_RULES if r in names]
+        self.selected = {check for check, covering in CHECKS.items() if names & set(covering)}
+        self.stated_checked = "trajectory-schema" in names
+        self.inputs = {path: i for i, path in enumerate(inputs)}
+        self.repeats = TaskRepeats(duplicates=DUPLICATE_IDENTITY in self.selected)
+        self.stats = _Stats()
+        self.issues: Counter[str] = Counter()
+        self.coverage = {check: Counter() for check in CHECKS}
+        self.rows = 0
+        self._ordinals: list[_Ordinal] = []
+        self._spool = tempfile.TemporaryFile() if spool else None
+        self._index: list[tuple[Any, ...]] = []
+        self.summary: dict[str, Any] | None = None
+
+    # -- per row --------------------------------------------------------------------------------
+
+    def row_done(self, subject: Subject, findings: list[Finding], unobserved: list[str]) -> None:
+        row = subject.row
+        task = task_index(row)
+        if task is None:
+            task = _Ordinal(self.rows, (self.inputs.get(subject.path, len(self.inputs)), subject.line))
+            self._ordinals.append(task)
+        index = rollout_index(row)
+        self.rows += 1
+        found, missing, digest = self._evaluate(subject, findings, unobserved)
+        result = verdict(bool(found), bool(missing))
+        self.stats.records += 1
+        if digest is not None:
+            self.stats.add(digest)
+        for item in found:
+            self.issues[item["check"]] += 1
+        missing_set = set(missing)
+        for check in ROLLOUT_CHECKS:
+            if check not in self.selected:
+                self.coverage[check]["ignored"] += 1
+            else:
+                self.coverage[check]["unobserved" if check in missing_set else "evaluated"] += 1
+        position = self.repeats.add(
+            task,
+            index,
+            result,
+            stage=stage_index(row),
+            first=subject.location(),
+            rollout=subject.rollout,
+            policy_calls_observed=digest is not None and digest.policy_calls_observed,
+            successful=digest is not None and digest.successful_turn_calls > 0,
+        )
+        if self._spool is not None:
+            self._keep(row, task, index, result, found, missing, position)
+
+    def _evaluate(
+        self, subject: Subject, findings: list[Finding], unobserved: list[str]
+    ) -> tuple[list[dict[str, Any]], list[str], hv.Digest | None]:
+        """(NeMo Gym findings, unobserved check ids, digest) of one row."""
+        present = {f.name for f in findings}
+        failed: dict[str, str] = {}
+        for f in findings:
+            match = _INTERNAL.match(f.message) if f.name == "internal-error" else None
+            if match:
+                failed[match.group(2)] = match.group(3)
+        static = {self.codes.get(code) for code in unobserved}
+        found: list[dict[str, Any]] = []
+        missing: list[str] = []
+        try:
+            view = hv.view_of(subject)
+            digest = view.digest()
+        except Exception as exc:  # noqa: BLE001 - the rules report it as internal-error
+            failed.update((rule, type(exc).__name__) for rule in self.rollout_rules)
+            view = digest = None
+        if digest is not None and digest.stated_invalid and self.stated_checked:
+            found.append(
+                {"check": RECORD_UNREADABLE, "detail": {"reason": "canonical trajectory is unreadable", "error": "ValidationError"}}
+            )
+        for rule in self.rollout_rules:
+            check = check_of(rule)
+            if rule in failed:
+                missing.append(check)
+                if CHECK_EXECUTION_ERROR in self.selected:
+                    found.append(
+                        {
+                            "check": CHECK_EXECUTION_ERROR,
+                            "detail": {"reason": "check raised an unexpected exception", "failed_check": check, "error": failed[rule]},
+                        }
+                    )
+            elif rule in static or view is None or view.findings(rule) is None:
+                missing.append(check)
+            elif rule in present:
+                found.extend(_ng_finding(item) for item in view.findings(rule))
+        return found, missing, digest  # in NeMo Gym's order: its registry's, a failed check's error in its place
+
+    def _keep(self, row: dict[str, Any], task: Any, index: Any, result: str, found: list, missing: list, position: int) -> None:
+        stage = row.get("stage_index")
+        stated = row.get("ng_trajectory")
+        stated_id = stated.get("rollout_id") if isinstance(stated, dict) else None
+        explicit = row.get("_ng_rollout_id") or stated_id
+        record = {
+            "_ng_task_index": row.get("_ng_task_index"),
+            "_ng_rollout_index": row.get("_ng_rollout_index", 0),
+            "rollout_id": python_str(hashable(explicit)) if explicit else None,
+            "verdict": result,
+            "findings": found,
+            "unobserved": missing,
+        }
+        if stage is not None:
+            record["stage_index"] = stage
+        try:
+            data = orjson.dumps(record)
+        except (TypeError, ValueError):  # an index nested deeper than JSON writers go
+            for key in ("_ng_task_index", "_ng_rollout_index", "stage_index"):
+                if key in record:
+                    record[key] = hashable(record[key])
+            data = orjson.dumps(record)
+        offset = self._spool.tell()
+        self._spool.write(data)
+        self._index.append((task, index, hashable(stage), offset, len(data), position))
+
+    # -- at the end ----------------------------------------------------------------------------
+
+    def finish(self, findings: Iterable[Finding]) -> dict[str, Any]:
+        """Fold in the lines that never became rows and reduce the tasks; returns the summary."""
+        unreadable = sorted(
+            ((self.inputs.get(f.path, len(self.inputs)), f.line, f.path, f.name) for f in findings if f.name in _UNREADABLE),
+        )
+        self._resolve_ordinals([(k, line) for k, line, _, _ in unreadable])
+        for k, line, path, name in unreadable:
+            self._unreadable(k, line, path, name)
+        tasks: dict[str, Any] = {}
+        task_issues: Counter[str] = Counter()
+        verdicts: Counter[str] = Counter()
+        # NeMo Gym lists tasks by their text, numbers first (so "10" comes before "2").
+        for task in sorted(self.repeats.tasks, key=lambda t: (isinstance(_task_value(t), str), python_str(_task_value(t)))):
+            outcome = self.repeats.outcome(task)
+            for rollout in self.repeats.tasks[task].buckets:
+                for final, copies in self.repeats.copies(task, rollout):
+                    verdicts[final] += 1
+                    self.issues[DUPLICATE_IDENTITY] += copies > 0
+            flags = [check for check in outcome.flags if check in self.selected]
+            task_issues.update(flags)
+            for check, evaluated in outcome.coverage.items():
+                kind = "ignored" if check not in self.selected else "evaluated" if evaluated else "unobserved"
+                self.coverage[check][kind] += 1
+            tasks[python_str(_task_value(task))] = {"repeats": outcome.repeats, **outcome.counts, "flags": flags}
+        self.issues.update(task_issues)
+        stats = self.stats
+        self.summary = {
+            "run": {
+                "ignored_checks": sorted(check for check in CHECKS if check not in self.selected),
+                "artifacts": {
+                    "records": stats.records,
+                    "captures": stats.captures,
+                    "coverage": {
+                        check: {k: self.coverage[check].get(k, 0) for k in ("evaluated", "unobserved", "ignored")}
+                        for check in CHECKS
+                    },
+                },
+                "verdicts": {v: verdicts.get(v, 0) for v in VERDICTS},
+                "issues": {check: self.issues.get(check, 0) for check in CHECKS},
+                "stats": {
+                    "model_call_errors": {
+                        "total": stats.errors,
+                        "by_status": dict(sorted(stats.errors_by_status.items())),
+                        "rollouts_affected": stats.rollouts_with_errors,
+                        "ended_on_error": stats.ended_on_error,
+                    },
+                    "duplicated_calls": {"replayed": stats.replayed, "rollouts": stats.replaying_rollouts},
+                    "tokens": {k: stats.tokens.get(k, 0) for k in ("prompt", "completion", "capture_prompt", "capture_completion")},
+                },
+            },
+            "tasks": tasks,
+        }
+        return self.summary
+
+    def _resolve_ordinals(self, unreadable: list[tuple[int, int]]) -> None:
+        for ordinal in self._ordinals:
+            ordinal.value += bisect.bisect_left(unreadable, ordinal.position)
+
+    def _unreadable(self, k: int, line: int, path: str, name: str) -> None:
+        task = f"__unreadable_record__:input-{k}:line-{line}"
+        self.stats.records += 1
+        error = "JSONDecodeError" if name == "invalid-json" else "RowTooLarge" if name == "row-too-large" else "ValueError"
+        found = [
+            {
+                "check": RECORD_UNREADABLE,
+                "locator": {"source_file": path, "line": line},
+                "detail": {"reason": "rollout record is unreadable", "error": error},
+            }
+        ]
+        missing = [check for check in ROLLOUT_CHECKS if check != RECORD_UNREADABLE and check in self.selected]
+        self.issues[RECORD_UNREADABLE] += 1
+        for check in ROLLOUT_CHECKS:
+            kind = "ignored" if check not in self.selected else "evaluated" if check == RECORD_UNREADABLE else "unobserved"
+            self.coverage[check][kind] += 1
+        position = self.repeats.add(
+            task, 0, UNHEALTHY, first=Location(path, line), rollout=None,
+            policy_calls_observed=False, successful=False,
+        )
+        if self._spool is not None:
+            record = {"_ng_task_index": task, "_ng_rollout_index": 0, "rollout_id": f"{task}-0",
+                      "verdict": UNHEALTHY, "findings": found, "unobserved": missing}
+            data = orjson.dumps(record)
+            offset = self._spool.tell()
+            self._spool.write(data)
+            self._index.append((task, 0, None, offset, len(data), position))
+
+    def close(self) -> None:
+        if self._spool is not None:
+            self._spool.close()
+            self._spool = None
+
+    def verdict_rows(self) -> Iterator[bytes]:
+        """The verdict rows in NeMo Gym's order (task, rollout, stage), one JSON line each."""
+        assert self._spool is not None, "the observer was made without spool"
+        order = sorted(
+            range(len(self._index)),
+            key=lambda i: tuple(_sort_part(v) for v in (_task_value(self._index[i][0]), self._index[i][1], self._index[i][2])),
+        )
+        for i in order:
+            task, index, _, offset, length, position = self._index[i]
+            self._spool.seek(offset)
+            record = orjson.loads(self._spool.read(length))
+            final, copies = self.repeats.copies(task, index)[position]
+            if isinstance(task, _Ordinal):
+                record["_ng_task_index"] = task.value
+            if record["rollout_id"] is None:
+                record["rollout_id"] = f"{python_str(record['_ng_task_index'])}-{python_str(record['_ng_rollout_index'])}"
+            if copies:
+                record["verdict"] = final
+                record["findings"].append({"check": DUPLICATE_IDENTITY, "detail": {"duplicate_count": copies}})
+            yield orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+
+
+_UNREADABLE = frozenset({"invalid-json", "row-not-object", "row-too-large"})
+
+
+def _task_value(task: Any) -> Any:
+    return task.value if isinstance(task, _Ordinal) else task
+
+
+def _ng_finding(item: hv.HealthFinding) -> dict[str, Any]:
+    out: dict[str, Any] = {"check": check_of(item.rule)}
+    if item.locator is not None:
+        out["locator"] = item.locator
+    out["detail"] = item.detail
+    return out
+
+
+# -- what the trajlint report says about health --------------------------------------------------
+
+
+def report_numbers(summary: dict[str, Any]) -> dict[str, Any]:
+    """The health numbers of trajlint's own summary: verdicts, issues by check, tasks."""
+    run = summary["run"]
+    tasks = summary["tasks"].values()
+    return {
+        "rollouts": run["artifacts"]["records"],
+        "verdicts": run["verdicts"],
+        "issues": run["issues"],
+        "tasks": {
+            "total": len(summary["tasks"]),
+            "flagged": sum(1 for task in tasks if task["flags"]),
+        },
+        "ignored_checks": run["ignored_checks"],
+    }
+
+
+# -- writing the report -------------------------------------------------------------------------
+
+
+def report_problem(directory: str, inputs: Iterable[str]) -> str | None:
+    """Why the report cannot go into `directory`, or None (checked before anything is read)."""
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        return f"--health-report {directory} is a file, not a directory"
+    for name in (SUMMARY_FILE, VERDICTS_FILE):
+        target = os.path.join(directory, name)
+        for path in inputs:
+            if path != "-" and _same_file(target, path):
+                return f"--health-report {directory} would overwrite the input {path}; choose another directory"
+    return None
+
+
+def _same_file(a: str, b: str) -> bool:
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def write_report(directory: str, observer: HealthObserver) -> tuple[str, str]:
+    """Write `quality_summary.json` and `rollout_verdicts.jsonl` into `directory` (created if missing)."""
+    assert observer.summary is not None, "finish() the observer first"
+    os.makedirs(directory, exist_ok=True)
+    summary_path = os.path.join(directory, SUMMARY_FILE)
+    verdicts_path = os.path.join(directory, VERDICTS_FILE)
+    with open(summary_path, "wb") as handle:
+        handle.write(orjson.dumps(observer.summary, option=orjson.OPT_INDENT_2))
+    with open(verdicts_path, "wb") as handle:
+        for line in observer.verdict_rows():
+            handle.write(line)
+    observer.close()
+    return summary_path, verdicts_path
+
+
+def observer_for(rules: Iterable[Any], inputs: Sequence[str], *, report: bool) -> HealthObserver | None:
+    """The run's health observer: when a health rule runs, or a health report is wanted."""
+    rules = list(rules)
+    if not report and not any(spec.entry.family == "health" for spec in rules):
+        return None
+    return HealthObserver(rules, inputs, spool=report)
