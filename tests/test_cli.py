@@ -44,7 +44,7 @@ def test_json_output_follows_the_report_schema():
     doc = json.loads(result.output)
     errors = list(schemas.validator("report").iter_errors(doc))
     assert errors == []
-    assert doc["schema_version"] == "1.1"
+    assert doc["schema_version"] == "1.2"
     assert doc["summary"]["files"] == 2
     assert doc["summary"]["findings"] == len(doc["findings"])
     keys = [(f["path"], f["line"], f["pointer"], f["code"]) for f in doc["findings"]]
@@ -220,8 +220,10 @@ def test_statistics_text_and_json():
         ({"code": code, **row} for code, row in doc["summary"]["by_rule"].items()),
         key=lambda row: (-row["count"], row["code"]),
     )
-    text = invoke("check", "--statistics", str(EXAMPLES)).output.splitlines()
+    by_rule, health = invoke("check", "--statistics", str(EXAMPLES)).output.split("\n\n")
+    text = by_rule.splitlines()
     assert [line.split() for line in text] == [[str(r["count"]), r["code"], r["name"]] for r in expected]
+    assert health.startswith("Rollout health: 13 rollouts, ")
     assert "2  TL002  invalid-json" in text
     rows = json.loads(invoke("check", "--statistics", "--output-format", "json", str(EXAMPLES)).output)
     assert rows == [{"code": r["code"], "name": r["name"], "severity": r["severity"], "count": r["count"]} for r in expected]

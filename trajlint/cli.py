@@ -217,6 +217,12 @@ def _lint_setup(
     metavar="FILE",
     help="Leave out the findings recorded in this baseline file (see `trajlint baseline`).",
 )
+@click.option(
+    "--health-report",
+    metavar="DIR",
+    help="Also write NeMo Gym's rollout health report (quality_summary.json, rollout_verdicts.jsonl) "
+    "into DIR, created if missing.",
+)
 @click.option("--show-files", is_flag=True, help="List the files that would be checked, and exit.")
 @click.option("--show-settings", is_flag=True, help="Show the resolved configuration and the selected rules, and exit.")
 @_guarded
@@ -230,6 +236,7 @@ def check(
     quiet: bool,
     show_files: bool,
     baseline: str | None,
+    health_report: str | None,
     **options: Any,
 ) -> None:
     """Lint rollout files.
@@ -241,6 +248,7 @@ def check(
     import dataclasses
     import os
 
+    from trajlint import health
     from trajlint.check import select as selection
     from trajlint.check.engine import run
     from trajlint.read import Unreadable
@@ -268,17 +276,34 @@ def check(
                 click.echo(displayable(source.path))
         return
     problem = report_outputs.problem(outputs, inputs)
+    if problem is None and health_report is not None:
+        problem = health.report_problem(health_report, inputs)
     if problem:
         raise click.UsageError(problem)
 
-    result = run(sources, rules, max_row_bytes=settings["max-row-bytes"].value)
+    observer = health.observer_for(rules.values(), inputs, report=health_report is not None)
+    result = run(
+        sources, rules, max_row_bytes=settings["max-row-bytes"].value, observers=[observer] if observer else []
+    )
+    health_summary = observer.finish(result.findings) if observer else None
     findings = selection.drop_ignored(result.findings, ignores)
     baseline_use = None
     if known is not None:
         findings, baseline_use = known.apply(findings)
     report = document.build(
-        result, rules.values(), findings=findings, files=inputs, root=os.getcwd(), baseline=baseline_use
+        result,
+        rules.values(),
+        findings=findings,
+        files=inputs,
+        root=os.getcwd(),
+        baseline=baseline_use,
+        health=health.report_numbers(health_summary) if health_summary else None,
     )
+    if health_report is not None:
+        try:
+            health.write_report(health_report, observer)
+        except OSError as exc:
+            raise Failure(f"cannot write the health report into {health_report}: {exc.strerror or exc}") from None
 
     stdout_format = next((o.format for o in outputs if o.path is None), None)
     console = formats.console(stdout_format, statistics=statistics, quiet=quiet)

@@ -16,13 +16,16 @@ from trajlint.check.engine import Result
 from trajlint.findings import SEVERITIES, Finding, severity_rank
 from trajlint.report.context import Report, rule_infos
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 
 
 def summary(
-    result: Result, findings: Sequence[Finding] | None = None, baseline: dict[str, Any] | None = None
+    result: Result,
+    findings: Sequence[Finding] | None = None,
+    baseline: dict[str, Any] | None = None,
+    health: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Counts for `findings` (default: all of the result's) and the run's coverage."""
+    """Counts for `findings` (default: all of the result's), the run's coverage, and rollout health."""
     findings = result.findings if findings is None else findings
     by_severity = Counter(f.severity for f in findings)
     by_rule: dict[str, dict[str, Any]] = {}
@@ -47,6 +50,7 @@ def summary(
         },
         "internal_errors": result.internal_errors,
         "baseline": baseline,
+        "health": health,
     }
 
 
@@ -58,12 +62,13 @@ def build(
     files: Sequence[str] = (),
     root: str = ".",
     baseline: dict[str, Any] | None = None,
+    health: dict[str, Any] | None = None,
 ) -> Report:
     """The plain data every format renders: the findings that are reported and their summary."""
     findings = result.findings if findings is None else findings
     return Report(
         findings=findings,
-        summary=summary(result, findings, baseline),
+        summary=summary(result, findings, baseline, health),
         rules=rule_infos(specs),
         files=tuple(files),
         root=root,

@@ -77,6 +77,30 @@ class BaselineUse(_Strict):
     )
 
 
+class HealthVerdicts(_Strict):
+    healthy: int = Field(ge=0)
+    unhealthy: int = Field(ge=0)
+    unobserved: int = Field(ge=0)
+
+
+class HealthTasks(_Strict):
+    total: int = Field(ge=0, description="Tasks: rows grouped by `_ng_task_index`.")
+    flagged: int = Field(ge=0, description="Tasks a task-level health check flagged.")
+
+
+class HealthSummary(_Strict):
+    """Rollout health as NeMo Gym 0.7.0's health check counts it (`quality_summary.json`)."""
+
+    rollouts: int = Field(ge=0, description="Physical records judged: rows and lines that never became rows.")
+    verdicts: HealthVerdicts = Field(
+        description="Each rollout's verdict: unhealthy (a health check found something), else unobserved "
+        "(a check lacked its evidence), else healthy."
+    )
+    issues: dict[str, int] = Field(description="Findings by NeMo Gym check id, every check listed.")
+    tasks: HealthTasks
+    ignored_checks: list[str] = Field(description="NeMo Gym checks none of whose trajlint rules ran.")
+
+
 class Summary(_Strict):
     files: int = Field(ge=0, description="Files opened and read.")
     lines: int = Field(ge=0, description="Non-blank lines read.")
@@ -87,6 +111,7 @@ class Summary(_Strict):
     rules: dict[str, RuleCoverage] = Field(description="Coverage of every rule that was run, keyed by code.")
     internal_errors: int = Field(ge=0, description="Rule failures (bugs in trajlint); any makes the exit status 2.")
     baseline: BaselineUse | None = Field(description="The baseline applied (`--baseline`), or null.")
+    health: HealthSummary | None = Field(description="Rollout health (the TL6xx rules), or null when no health rule ran.")
 
 
 class Tool(_Strict):
@@ -97,7 +122,7 @@ class Tool(_Strict):
 class ReportDocument(_Strict):
     """The report `trajlint check --output-format json` prints."""
 
-    schema_version: Literal["1.1"]
+    schema_version: Literal["1.2"]
     tool: Tool
     findings: list[Finding] = Field(description="Sorted by path, line, pointer, code.")
     summary: Summary

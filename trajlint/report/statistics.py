@@ -23,10 +23,28 @@ def render_text(report: Report) -> Iterator[str]:
     rows = counts(report)
     if not rows:
         yield summary_line(report.summary) + "\n"
-        return
-    width = max(len(f"{row['count']:,}") for row in rows)
-    for row in rows:
-        yield f"{row['count']:>{width},}  {row['code']}  {row['name']}\n"
+    else:
+        width = max(len(f"{row['count']:,}") for row in rows)
+        for row in rows:
+            yield f"{row['count']:>{width},}  {row['code']}  {row['name']}\n"
+    health = report.summary.get("health")
+    if health:
+        yield "\n"
+        yield from _health_text(health)
+
+
+def _health_text(health: dict[str, Any]) -> Iterator[str]:
+    """Rollout health as NeMo Gym counts it: verdicts, tasks, and issues by check."""
+    verdicts, tasks = health["verdicts"], health["tasks"]
+    yield (
+        f"Rollout health: {health['rollouts']:,} rollouts, {verdicts['healthy']:,} healthy, "
+        f"{verdicts['unhealthy']:,} unhealthy, {verdicts['unobserved']:,} unobserved; "
+        f"{tasks['total']:,} tasks, {tasks['flagged']:,} flagged\n"
+    )
+    issues = sorted(((n, check) for check, n in health["issues"].items() if n), key=lambda item: (-item[0], item[1]))
+    width = max((len(f"{n:,}") for n, _ in issues), default=0)
+    for n, check in issues:
+        yield f"{n:>{width},}  {check}\n"
 
 
 def render_json(report: Report) -> Iterator[str]:
