@@ -512,3 +512,30 @@ def test_an_empty_path_is_reported_as_itself_not_as_the_current_directory(tmp_pa
     code, report, _ = lint("")
     assert code == 1
     assert [(f["path"], f["name"]) for f in report["findings"]] == [("", "unreadable-file")]
+
+
+# -- regressions: the health rules -------------------------------------------------------------
+
+
+def test_health_rules_on_an_item_whose_type_is_an_object():
+    """agent-turn-hollow looked an item's `type` up in a set, and an object cannot be hashed (the
+    whole row is fuzz/crashes/crash-c775d37ed814efaf79654b3727e5da6a5003f866)."""
+    from trajlint.check.rules.health import has_tool_call, says_something
+
+    assert not has_tool_call([{"type": {"model_call_id": "x"}}, [{"type": ["tool_use"]}]])
+    assert has_tool_call([[{"type": {}}, {"type": "tool_use"}]])
+    assert says_something([{"type": {}, "text": " ok "}]) and not says_something([{"type": {}}])
+
+
+def test_health_rules_on_payloads_nested_deeper_than_the_recursion_limit(tmp_path):
+    """The health rules looked for text and tool calls recursively, two frames a level."""
+    rows = []
+    for place in ("answer", "reasoning_content"):
+        row = orjson.loads(EXAMPLE.read_bytes().splitlines()[2])
+        row["ng_trajectory"]["turns"][0][place] = "@deep@"
+        rows.append(orjson.dumps(row).decode().replace('"@deep@"', "[" * 600 + "]" * 600))
+    path = tmp_path / "deep.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    # The schema rules have their own depth limit (see test_objects_nested_300_deep_are_checked).
+    code, report, _ = lint("--select", "TL6", str(path))
+    assert code in (0, 1)

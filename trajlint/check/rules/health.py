@@ -39,23 +39,37 @@ def says_something(value: Any, keys: tuple[str, ...] = _THINKING_KEYS) -> bool:
     """Whether a value holds any text, recursively through the keys that carry it.
 
     With the default keys an Anthropic `thinking` block and a `redacted_thinking` block's data
-    count, the way a Responses reasoning item's summary or encrypted content does.
+    count, the way a Responses reasoning item's summary or encrypted content does. A stack, not
+    recursion: a payload may nest as deep as the parser allows (1,024 levels), deeper than Python's
+    recursion limit.
     """
-    if isinstance(value, str):
-        return bool(value.strip())
-    if isinstance(value, list):
-        return any(says_something(item, keys) for item in value)
-    if isinstance(value, dict):
-        if keys is _THINKING_KEYS and value.get("type") == "redacted_thinking" and says_something(value.get("data")):
-            return True
-        return any(says_something(value.get(key), keys) for key in keys if key in value)
+    stack: list[tuple[Any, tuple[str, ...]]] = [(value, keys)]
+    while stack:
+        value, keys = stack.pop()
+        if isinstance(value, str):
+            if value.strip():
+                return True
+        elif isinstance(value, list):
+            stack.extend((item, keys) for item in value)
+        elif isinstance(value, dict):
+            if keys is _THINKING_KEYS and value.get("type") == "redacted_thinking":
+                stack.append((value.get("data"), _THINKING_KEYS))
+            stack.extend((value[key], keys) for key in keys if key in value)
     return False
 
 
 def has_tool_call(value: Any) -> bool:
-    if isinstance(value, list):
-        return any(has_tool_call(item) for item in value)
-    return isinstance(value, dict) and (value.get("type") in TOOL_CALL_TYPES or bool(value.get("tool_calls")))
+    """A tool call item in `value` or in the lists it holds (a stack, as in `says_something`)."""
+    stack = [value]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, dict):
+            kind = value.get("type")  # a malformed item's type may be an object, which cannot be looked up
+            if (isinstance(kind, str) and kind in TOOL_CALL_TYPES) or value.get("tool_calls"):
+                return True
+    return False
 
 
 def response_has_content(response: Any) -> bool:
