@@ -214,12 +214,23 @@ def verdict(found: bool, unobserved: bool) -> str:
 
 
 def view_verdict(subject: Subject) -> tuple[str, hv.Digest]:
-    """A row's verdict over every rollout health check (what the task rules reduce)."""
+    """A row's verdict over every rollout health check (what the task rules reduce).
+
+    A check that raises is NeMo Gym's check_execution_error: a finding (the rule that raised
+    reports the internal error).
+    """
     view = hv.view_of(subject)
     digest = view.digest()
-    results = [view.findings(rule) for rule in hv.ROLLOUT_RULES]
-    found = digest.stated_invalid or any(results)
-    return verdict(found, any(r is None for r in results)), digest
+    found, unobserved = digest.stated_invalid, False
+    for rule in hv.ROLLOUT_RULES:
+        try:
+            results = view.findings(rule)
+        except Exception:  # noqa: BLE001
+            found = True
+            continue
+        found = found or bool(results)
+        unobserved = unobserved or results is None
+    return verdict(found, unobserved), digest
 
 
 # -- the run, as the health report sees it ------------------------------------------------------
@@ -399,6 +410,7 @@ class HealthObserver:
 
     def finish(self, findings: Iterable[Finding]) -> dict[str, Any]:
         """Fold in the lines that never became rows and reduce the tasks; returns the summary."""
+        hv.forget()
         unreadable = sorted(
             ((self.inputs.get(f.path, len(self.inputs)), f.line, f.path, f.name) for f in findings if f.name in _UNREADABLE),
         )

@@ -390,3 +390,8 @@ def view_of(subject: Subject) -> HealthView:
     if cached is None or cached.subject is not subject:
         cached = _last.view = HealthView(subject)
     return cached
+
+
+def forget() -> None:
+    """Drop the last row's view (and with it the row), once a run is done."""
+    _last.view = None

@@ -311,12 +311,11 @@ def _capture_mismatch(view: HealthView) -> Iterator[HealthFinding]:
             {"call_id": call_id},
             {"kind": kind, **detail},
         )
-    for gap in view.reference_gaps:
+    for gap in view.reference_gaps:  # each join gap once, unless a reference reported its call already
         kind = hv.REFERENCE_GAPS[gap["code"]]
         call_id = str(gap["detail"] or "unknown").split(":")[-1]
         if (kind, call_id) in seen:
             continue
-        seen.add((kind, call_id))
         owner = f" (invocation {gap['invocation_id']!r})" if gap["invocation_id"] else ""
         yield HealthFinding(
             hv.CAPTURE_MISMATCH,
