@@ -539,3 +539,21 @@ def test_health_rules_on_payloads_nested_deeper_than_the_recursion_limit(tmp_pat
     # The schema rules have their own depth limit (see test_objects_nested_300_deep_are_checked).
     code, report, _ = lint("--select", "TL6", str(path))
     assert code in (0, 1)
+
+
+# -- regressions: many rows with one identity --------------------------------------------------
+
+
+def test_thousands_of_rows_with_one_identity_cite_a_bounded_number(rules, tmp_path):
+    """Each duplicate-rollout-identity finding cited every other row of its group: quadratic, so
+    3,000 copies of one row took 25 s and 660 MB. A producer that never advances its indices
+    writes exactly that."""
+    from trajlint.check.rules.identity import CITED
+
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(b'{"_ng_task_index": 0, "_ng_rollout_index": 0, "stage_index": [[0]]}\n' * 3000)
+    result = run(iter_sources([str(path)]), rules, max_row_bytes=1 << 20)
+    found = [f for f in result.findings if f.name == "duplicate-rollout-identity"]
+    assert len(found) == 3000
+    assert all(len(f.related) == CITED for f in found)
+    assert "recorded by 3,000 rows in stage [[0]] (the first 20 others are cited)" in found[0].message

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from trajlint.check import walk
+from trajlint.check.rules._keys import hashable
 from trajlint.check.spec import Subject, Violation, row_rule, run_rule
 from trajlint.findings import Location, Rollout
 from trajlint.pointer import child
@@ -36,24 +37,38 @@ class DuplicateRolloutIdentity:
 
     def finish(self) -> Iterator[tuple[Location, Rollout, Violation]]:
         for (rollout, stage), places in self._repeated.items():
-            in_stage = f" in stage {stage!r}" if stage is not None else ""
+            in_stage = f" in stage {_stage_text(stage)}" if stage is not None else ""
+            cited = f" (the first {CITED} others are cited)" if len(places) > CITED + 1 else ""
             for path, line in places:
-                others = tuple(Location(p, n) for p, n in places if (p, n) != (path, line))
+                # Every row of a group citing every other is quadratic: thousands of rows with one
+                # identity (a producer that never advanced its indices) would exhaust memory.
+                others = tuple(Location(p, n) for p, n in places[: CITED + 1] if (p, n) != (path, line))
                 yield (
                     Location(path, line),
                     rollout,
                     Violation(
                         "",
                         f"rollout task_id={rollout.task_id!r} rollout_id={rollout.rollout_id!r} "
-                        f"is recorded by {len(places)} rows{in_stage}",
-                        others,
+                        f"is recorded by {len(places):,} rows{in_stage}{cited}",
+                        others[:CITED],
                     ),
                 )
 
 
+#: Rows a duplicate-rollout-identity finding cites at most, besides its own.
+CITED = 20
+
+
 def _stage(value: Any) -> Any:
     """A stage as a grouping key (a stage that is not a number or a string stands for itself)."""
-    return value if value is None or isinstance(value, (str, int, float)) else repr(value)
+    return hashable(value)
+
+
+def _stage_text(stage: Any) -> str:
+    if isinstance(stage, bytes):  # an array or object, as canonical JSON
+        text = stage.decode()
+        return text if len(text) <= 60 else text[:59] + "…"
+    return repr(stage) if not isinstance(stage, tuple) else "(an array or object nested too deep to show)"
 
 
 def _stated_ids(subject: Subject) -> tuple[Any, Any]:
