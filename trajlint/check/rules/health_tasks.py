@@ -1,6 +1,6 @@
 """TL6xx task-level health: NeMo Gym's checks over all the repeats of a task.
 
-Each row's verdict is reduced into its task's repeats (`trajlint.health.TaskRepeats`, a few
+Each row's verdict is reduced into its task's repeats (`trajlint.repeats.TaskRepeats`, a few
 bytes per row); the flagged tasks are reported at the end of the run, at the task's first row.
 A repeat is judged with every rollout health check, whatever the selection: a reduction sees a
 row, not the findings the selected rules made of it.
@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from trajlint import health
+from trajlint import repeats
 from trajlint.check.spec import Subject, Violation, run_rule
 from trajlint.findings import Location, Rollout
+from trajlint.health import view_verdict
 
 
 class _TaskRule:
@@ -21,19 +22,19 @@ class _TaskRule:
     check = ""
 
     def __init__(self) -> None:
-        self.repeats = health.TaskRepeats()
+        self.by_task = repeats.TaskRepeats()
 
     def observe(self, subject: Subject) -> None:
         row = subject.row
-        task = health.task_index(row)
+        task = repeats.task_index(row)
         if task is None:  # NeMo Gym counts such a row as a task of its own
             task = ("row", subject.path, subject.line)
-        verdict, digest = health.view_verdict(subject)
-        self.repeats.add(
+        verdict, digest = view_verdict(subject)
+        self.by_task.add(
             task,
-            health.rollout_index(row),
+            repeats.rollout_index(row),
             verdict,
-            stage=health.stage_index(row),
+            stage=repeats.stage_index(row),
             first=subject.location(),
             rollout=subject.rollout,
             policy_calls_observed=digest.policy_calls_observed,
@@ -41,12 +42,12 @@ class _TaskRule:
         )
 
     def finish(self) -> Iterator[tuple[Location, Rollout | None, Violation]]:
-        for task, entry in self.repeats.tasks.items():
-            outcome = self.repeats.outcome(task)
+        for task, entry in self.by_task.tasks.items():
+            outcome = self.by_task.outcome(task)
             if self.check in outcome.flags:
                 yield entry.first, entry.rollout, Violation("", self.message(outcome))
 
-    def message(self, outcome: health.TaskOutcome) -> str:
+    def message(self, outcome: repeats.TaskOutcome) -> str:
         raise NotImplementedError
 
 
@@ -54,11 +55,11 @@ class _TaskRule:
 class TaskConsistentlyUnhealthy(_TaskRule):
     """Every repeat of the task that could be judged (at least two) is unhealthy."""
 
-    check = health.TASK_UNHEALTHY
+    check = repeats.TASK_UNHEALTHY
 
-    def message(self, outcome: health.TaskOutcome) -> str:
-        judged = outcome.counts[health.UNHEALTHY]
-        unobserved = outcome.counts[health.UNOBSERVED]
+    def message(self, outcome: repeats.TaskOutcome) -> str:
+        judged = outcome.counts[repeats.UNHEALTHY]
+        unobserved = outcome.counts[repeats.UNOBSERVED]
         return (
             f"all {judged} repeats of this task that could be judged are unhealthy"
             + (f" ({unobserved} more could not be judged)" if unobserved else "")
@@ -70,9 +71,9 @@ class TaskConsistentlyUnhealthy(_TaskRule):
 class TaskNoSuccessfulModelCalls(_TaskRule):
     """No repeat of the task has a successful model call that one of its turns references."""
 
-    check = health.TASK_NO_SUCCESS
+    check = repeats.TASK_NO_SUCCESS
 
-    def message(self, outcome: health.TaskOutcome) -> str:
+    def message(self, outcome: repeats.TaskOutcome) -> str:
         return (
             f"none of the task's {outcome.repeats} repeats has a successful model call behind its "
             "turns: the policy never answered, so the task's rewards say nothing about it"
