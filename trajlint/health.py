@@ -109,22 +109,24 @@ class _Stats:
     ended_on_error: int = 0
     replayed: int = 0
     replaying_rollouts: int = 0
-    tokens: Counter = field(default_factory=Counter)
+    prompt: int = 0
+    completion: int = 0
+    capture_prompt: int = 0
+    capture_completion: int = 0
 
     def add(self, digest: hv.Digest) -> None:
         self.captures += digest.calls > 0
-        self.errors += digest.failed_calls
-        self.errors_by_status.update(dict(digest.failed_by_status))
-        self.rollouts_with_errors += digest.failed_calls > 0
+        if digest.failed_by_status:
+            self.errors += digest.failed_calls
+            self.errors_by_status.update(dict(digest.failed_by_status))
+            self.rollouts_with_errors += 1
         self.ended_on_error += digest.ended_on_error
         self.replayed += digest.duplicated_calls
         self.replaying_rollouts += digest.duplicated_calls > 0
-        self.tokens.update(
-            prompt=digest.transcript_prompt,
-            completion=digest.transcript_completion,
-            capture_prompt=digest.capture_prompt,
-            capture_completion=digest.capture_completion,
-        )
+        self.prompt += digest.transcript_prompt
+        self.completion += digest.transcript_completion
+        self.capture_prompt += digest.capture_prompt
+        self.capture_completion += digest.capture_completion
 
 
 class _Ordinal:
@@ -160,7 +162,8 @@ class HealthObserver:
         self.repeats = TaskRepeats(duplicates=DUPLICATE_IDENTITY in self.selected)
         self.stats = _Stats()
         self.issues: Counter[str] = Counter()
-        self.coverage = {check: Counter() for check in CHECKS}
+        self.unobserved: Counter[str] = Counter()  # per rollout check, records it could not judge
+        self.task_coverage = {check: Counter() for check in TASK_CHECKS}
         self.rows = 0
         self._ordinals: list[_Ordinal] = []
         self._spool = tempfile.TemporaryFile() if spool else None
@@ -184,12 +187,8 @@ class HealthObserver:
             self.stats.add(digest)
         for item in found:
             self.issues[item["check"]] += 1
-        missing_set = set(missing)
-        for check in ROLLOUT_CHECKS:
-            if check not in self.selected:
-                self.coverage[check]["ignored"] += 1
-            else:
-                self.coverage[check]["unobserved" if check in missing_set else "evaluated"] += 1
+        for check in missing:  # evaluated and ignored are counted at the end
+            self.unobserved[check] += 1
         position = self.repeats.add(
             task,
             index,
@@ -294,7 +293,7 @@ class HealthObserver:
             task_issues.update(flags)
             for check, evaluated in outcome.coverage.items():
                 kind = "ignored" if check not in self.selected else "evaluated" if evaluated else "unobserved"
-                self.coverage[check][kind] += 1
+                self.task_coverage[check][kind] += 1
             tasks[python_str(_task_value(task))] = {"repeats": outcome.repeats, **outcome.counts, "flags": flags}
         self.issues.update(task_issues)
         stats = self.stats
@@ -304,10 +303,7 @@ class HealthObserver:
                 "artifacts": {
                     "records": stats.records,
                     "captures": stats.captures,
-                    "coverage": {
-                        check: {k: self.coverage[check].get(k, 0) for k in ("evaluated", "unobserved", "ignored")}
-                        for check in CHECKS
-                    },
+                    "coverage": self._coverage(),
                 },
                 "verdicts": {v: verdicts.get(v, 0) for v in VERDICTS},
                 "issues": {check: self.issues.get(check, 0) for check in CHECKS},
@@ -319,12 +315,31 @@ class HealthObserver:
                         "ended_on_error": stats.ended_on_error,
                     },
                     "duplicated_calls": {"replayed": stats.replayed, "rollouts": stats.replaying_rollouts},
-                    "tokens": {k: stats.tokens.get(k, 0) for k in ("prompt", "completion", "capture_prompt", "capture_completion")},
+                    "tokens": {
+                        "prompt": stats.prompt,
+                        "completion": stats.completion,
+                        "capture_prompt": stats.capture_prompt,
+                        "capture_completion": stats.capture_completion,
+                    },
                 },
             },
             "tasks": tasks,
         }
         return self.summary
+
+    def _coverage(self) -> dict[str, dict[str, int]]:
+        """Per check: records (or tasks) it judged, could not judge, or did not run on."""
+        records = self.stats.records
+        coverage = {}
+        for check in ROLLOUT_CHECKS:
+            if check not in self.selected:
+                coverage[check] = {"evaluated": 0, "unobserved": 0, "ignored": records}
+            else:
+                unobserved = self.unobserved[check]
+                coverage[check] = {"evaluated": records - unobserved, "unobserved": unobserved, "ignored": 0}
+        for check, counts in self.task_coverage.items():
+            coverage[check] = {k: counts.get(k, 0) for k in ("evaluated", "unobserved", "ignored")}
+        return coverage
 
     def _resolve_ordinals(self, unreadable: list[tuple[int, int]]) -> None:
         for ordinal in self._ordinals:
@@ -343,9 +358,7 @@ class HealthObserver:
         ]
         missing = [check for check in ROLLOUT_CHECKS if check != RECORD_UNREADABLE and check in self.selected]
         self.issues[RECORD_UNREADABLE] += 1
-        for check in ROLLOUT_CHECKS:
-            kind = "ignored" if check not in self.selected else "evaluated" if check == RECORD_UNREADABLE else "unobserved"
-            self.coverage[check][kind] += 1
+        self.unobserved.update(missing)
         position = self.repeats.add(
             task, 0, UNHEALTHY, first=Location(path, line), rollout=None,
             policy_calls_observed=False, successful=False,
