@@ -552,8 +552,39 @@ def test_thousands_of_rows_with_one_identity_cite_a_bounded_number(rules, tmp_pa
 
     path = tmp_path / "rows.jsonl"
     path.write_bytes(b'{"_ng_task_index": 0, "_ng_rollout_index": 0, "stage_index": [[0]]}\n' * 3000)
-    result = run(iter_sources([str(path)]), rules, max_row_bytes=1 << 20)
+    selected = {code: spec for code, spec in rules.items() if spec.name == "duplicate-rollout-identity"}
+    result = run(iter_sources([str(path)]), selected, max_row_bytes=1 << 20)
     found = [f for f in result.findings if f.name == "duplicate-rollout-identity"]
     assert len(found) == 3000
     assert all(len(f.related) == CITED for f in found)
-    assert "recorded by 3,000 rows in stage [[0]] (the first 20 others are cited)" in found[0].message
+    assert f"recorded by 3,000 rows in stage [[0]] (the first {CITED} others are cited)" in found[0].message
+
+
+def test_thousands_of_claims_on_one_call_cite_a_bounded_number(rules):
+    """Ownership, structure and drift findings each cited every other claim: quadratic, so a row
+    with 3,000 invocations claiming one call took 30 s and 700 MB."""
+    from trajlint.check.rules._cite import CITED
+
+    n = 300
+    call = {"model_call_id": "m", "response_id": "r", "model_ref": {"type": "responses_api_models", "name": "p"},
+            "response": {"output": []}}
+    rows = [
+        {"_ng_task_index": 1, "_ng_rollout_index": 0, "ng_model_call_capture": {"rollout_id": "1-0", "calls": [call]},
+         "ng_agent_observations": {"source": "s", "records": [
+             {"kind": "agent_invocation", "invocation_id": f"i{k}", "model_calls": [{"model_call_id": "m"}]} for k in range(n)]}},
+        {"_ng_task_index": 2, "_ng_rollout_index": 0, "ng_model_call_capture": {"rollout_id": "2-0", "calls": [call] * n},
+         "ng_agent_observations": {"source": "s", "records": [
+             {"kind": "tool_call", "invocation_id": "a", "tool_call_id": "t"}] * n}},
+        {"_ng_task_index": 3, "_ng_rollout_index": 0, "ng_model_call_capture": {"rollout_id": "3-0", "calls": [call]},
+         "ng_trajectory": {"schema_version": "1.0", "task_id": "3", "rollout_id": "3-0", "turns": [
+             {"invocation_id": "a", "task_id": "3", "rollout_id": "3-0", "turn_no": k + 1, "timestamp": 1.0,
+              "model_calls": [{"model_call_id": "m"}]} for k in range(n)]}},
+    ]
+    raw = b"\n".join(orjson.dumps(row) for row in rows) + b"\n"
+    selected = {code: spec for code, spec in rules.items() if not code.startswith("TL6")}
+    result = run([Source("rows.jsonl", stream=io.BytesIO(raw))], selected, max_row_bytes=1 << 28)
+    assert result.internal_errors == 0
+    by_rule = {f.name for f in result.findings if len(f.related) == CITED}
+    assert {"ownership-conflict", "duplicate-model-call-id", "duplicate-tool-call", "trajectory-drift"} <= by_rule
+    assert max(len(f.related) for f in result.findings) <= CITED
+    assert max(len(f.message) for f in result.findings) < 2000

@@ -14,7 +14,8 @@ from typing import Any
 from trajlint.build.dialects import turn_content
 from trajlint.build.ledger import AGENT_KINDS, OUTCOME_TURN, TURN, CallEntry, Claim
 from trajlint.check import walk
-from trajlint.check.claims import call_label, cite, first_claims, owner_text, places
+from trajlint.check.claims import call_label, first_claims, owner_text
+from trajlint.check.rules._cite import cite, places
 from trajlint.check.rules._keys import hashable
 from trajlint.check.schema_errors import show
 from trajlint.check.spec import Subject, Violation, row_rule
@@ -49,13 +50,26 @@ class _View:
         self.model_calls = build.trajectory["model_calls"]
         self.refs: dict[int, list[CallEntry]] = {}  # stated turn index -> calls its refs name
         self.turns_of: dict[int, list[Claim]] = {}  # call index -> stated-turn claims on it
+        self.turn_claim: dict[tuple[int, int], Claim] = {}  # (call, stated turn) -> its first claim
+        # Computed once per call, not once per turn: thousands of turns may name one call, and
+        # each of these looks at every claim on it.
+        self.other_rules = {e.index for e in self.calls if e.is_helper or e.is_verifier_owned}
+        self._owners: dict[int, list[str]] = {}
         for entry in self.calls:
             for claim in entry.claims_of(TURN):
-                self.refs.setdefault(_turn_index(claim), []).append(entry)
+                turn = _turn_index(claim)
+                self.refs.setdefault(turn, []).append(entry)
                 self.turns_of.setdefault(entry.index, []).append(claim)
+                self.turn_claim.setdefault((entry.index, turn), claim)
         self.unresolved_turns = {
             _turn_index(u.claim) for u in build.ledger.unresolved if u.claim.kind == TURN
         }
+
+    def agent_owners(self, entry: CallEntry) -> list[str]:
+        owners = self._owners.get(entry.index)
+        if owners is None:
+            owners = self._owners[entry.index] = entry.agent_owners(valid_only=False)
+        return owners
 
     def tool_calls(self, entry: CallEntry) -> int:
         call = self.model_calls[entry.index]
@@ -133,7 +147,7 @@ def _stated_turn(subject: Subject, view: _View, t: int, turn: dict[str, Any]) ->
             "that names no call cannot be checked against the capture or counted for tokens",
         )
         return
-    entries = [e for e in view.refs.get(t, []) if not (e.is_helper or e.is_verifier_owned)]
+    entries = [e for e in view.refs.get(t, []) if e.index not in view.other_rules]
     if not entries:
         return  # unresolved references and helper/verifier turns have rules of their own
     invocation = turn.get("invocation_id")
@@ -142,7 +156,7 @@ def _stated_turn(subject: Subject, view: _View, t: int, turn: dict[str, Any]) ->
             yield from _content(subject, view, base, turn, entry)
             return
     entry = entries[0]
-    owners = entry.agent_owners(valid_only=False)
+    owners = view.agent_owners(entry)
     if not entry.has_response:
         why = "returned no response (a call that returned nothing is no policy decision)"
     elif not owners:
@@ -151,7 +165,7 @@ def _stated_turn(subject: Subject, view: _View, t: int, turn: dict[str, Any]) ->
         return  # the call went to another claimant: ownership-conflict reports it
     else:
         why = f"belongs to agent invocation {owner_text(owners[0])}"
-    ref = next(c for c in view.turns_of[entry.index] if _turn_index(c) == t)
+    ref = view.turn_claim[(entry.index, t)]
     yield Violation(
         ref.pointer,
         f"{name} references {call_label(entry)}, which {why}",
@@ -162,7 +176,7 @@ def _stated_turn(subject: Subject, view: _View, t: int, turn: dict[str, Any]) ->
 def _shared_calls(subject: Subject, view: _View) -> Iterator[Violation]:
     for index, claims in view.turns_of.items():
         entry = view.calls[index]
-        if entry.is_helper or entry.is_verifier_owned:
+        if index in view.other_rules:
             continue
         by_turn: dict[int, Claim] = {}
         for claim in claims:

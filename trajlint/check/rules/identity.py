@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from trajlint.check import walk
+from trajlint.check.rules._cite import CITED
 from trajlint.check.rules._keys import hashable
 from trajlint.check.spec import Subject, Violation, row_rule, run_rule
 from trajlint.findings import Location, Rollout
@@ -53,10 +54,6 @@ class DuplicateRolloutIdentity:
                         others[:CITED],
                     ),
                 )
-
-
-#: Rows a duplicate-rollout-identity finding cites at most, besides its own.
-CITED = 20
 
 
 def _stage(value: Any) -> Any:

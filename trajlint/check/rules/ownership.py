@@ -23,7 +23,8 @@ from trajlint.build.ledger import (
     Unresolved,
     ref_key,
 )
-from trajlint.check.claims import call_label, cite, claim_phrase, first_claims, owner_text, places, ref_label
+from trajlint.check.claims import call_label, claim_phrase, first_claims, owner_text, ref_label
+from trajlint.check.rules._cite import cite, places, some
 from trajlint.check.spec import Subject, Violation, row_rule
 from trajlint.check.walk import records, stated
 
@@ -38,7 +39,7 @@ def ownership_conflict(subject: Subject) -> Iterator[Violation]:
         owners.pop(None, None)
         if len(owners) < 2:
             continue
-        names = ", ".join(owner_text(o) for o in owners)
+        names = some([owner_text(o) for o in owners])
         for claim in list(owners.values())[1:]:
             yield Violation(
                 claim.pointer,

@@ -11,7 +11,7 @@ from collections.abc import Hashable, Iterable, Iterator
 from typing import Any
 
 from trajlint.check import walk
-from trajlint.check.claims import places
+from trajlint.check.rules._cite import places
 from trajlint.check.spec import Subject, Violation, row_rule
 from trajlint.pointer import child
 
