@@ -588,3 +588,20 @@ def test_thousands_of_claims_on_one_call_cite_a_bounded_number(rules):
     assert {"ownership-conflict", "duplicate-model-call-id", "duplicate-tool-call", "trajectory-drift"} <= by_rule
     assert max(len(f.related) for f in result.findings) <= CITED
     assert max(len(f.message) for f in result.findings) < 2000
+
+
+# -- regressions: output that cannot be written ------------------------------------------------
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+@pytest.mark.parametrize(
+    "args", [["check", "--isolated"], ["check", "--isolated", "--output-format", "json"], ["build"]], ids=["check", "json", "build"]
+)
+def test_standard_output_on_a_full_disk_is_named_not_an_internal_error(args):
+    """check said "cannot write None", and build reported the OSError as a bug in trajlint."""
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "trajlint", *args, str(EXAMPLE)], stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == 2
+    assert "cannot write standard output: No space left on device" in proc.stderr
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr

@@ -312,8 +312,10 @@ def check(
     for output in outputs:
         try:
             report_outputs.write(report, output, sys.stdout, console if output.path is None else None)
-        except OSError as exc:
-            raise Failure(f"cannot write {output.path}: {exc.strerror or exc}") from None
+        except BrokenPipeError:
+            raise  # the reader went away: `_guarded` ends quietly
+        except OSError as exc:  # a full disk, or standard output on one
+            raise Failure(f"cannot write {output.path or 'standard output'}: {exc.strerror or exc}") from None
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary and any(o.format == "github" for o in outputs):
         try:
@@ -430,19 +432,24 @@ def build_command(paths: tuple[str, ...], output: str | None, trajectory_only: b
     except OSError as exc:
         raise Failure(f"cannot write {output}: {exc.strerror or exc}") from None
     try:
-        result = write_builds(
-            sources,
-            input_rules,
-            handle,
-            internal,
-            max_row_bytes=max_row_bytes or DEFAULT_MAX_ROW_BYTES,
-            trajectory_only=trajectory_only,
-        )
-    finally:
-        if output is not None:
-            handle.close()
-        else:
-            handle.flush()
+        try:
+            result = write_builds(
+                sources,
+                input_rules,
+                handle,
+                internal,
+                max_row_bytes=max_row_bytes or DEFAULT_MAX_ROW_BYTES,
+                trajectory_only=trajectory_only,
+            )
+        finally:
+            if output is not None:
+                handle.close()
+            else:
+                handle.flush()
+    except BrokenPipeError:
+        raise  # the reader went away: `_guarded` ends quietly
+    except OSError as exc:  # reading never raises (it reports); this is the output failing
+        raise Failure(f"cannot write {output or 'standard output'}: {exc.strerror or exc}") from None
     for finding in result.failures:
         click.echo(finding_line(finding), err=True)
     if result.internal_errors:
