@@ -17,7 +17,6 @@ See fuzz/README.md.
 from __future__ import annotations
 
 import contextlib
-from collections import Counter
 import gzip
 import hashlib
 import io
@@ -28,6 +27,7 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 

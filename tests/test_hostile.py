@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 import tracemalloc
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
