@@ -19,6 +19,16 @@ from trajlint.findings import Finding
 from trajlint.read import Source, Unreadable
 
 
+def _dumps(document: dict) -> bytes:
+    """orjson, or the standard library for the rare row nested deeper than orjson writes (254)."""
+    try:
+        return orjson.dumps(document)
+    except orjson.JSONEncodeError:
+        import json
+
+        return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
+
+
 @dataclass(slots=True)
 class BuildResult:
     rows: int = 0
@@ -54,7 +64,7 @@ def write_builds(
                 document = dict(subject.value)
                 document["ng_trajectory"] = built.trajectory
                 document["trajlint"] = built.trajlint_section()
-            out.write(orjson.dumps(document) + b"\n")
+            out.write(_dumps(document) + b"\n")
             result.rows += 1
         else:
             engine.visit(subject)

@@ -70,18 +70,30 @@ def _uri(ref: str) -> str:
 # -- python-jsonschema ------------------------------------------------------------------------------
 
 
+#: Reported instead of the errors of an instance too deeply nested for a backend to walk
+#: (jsonschema-rs stops at about 255 levels, python-jsonschema at Python's recursion limit).
+TOO_DEEP = SchemaError((), "depth", None, None, None)
+
+
 class _PythonChecker:
     def __init__(self, validator: Any):
         self._validator = validator
 
     def is_valid(self, instance: Any) -> bool:
-        return self._validator.is_valid(instance)
+        try:
+            return self._validator.is_valid(instance)
+        except RecursionError:
+            return False
 
     def errors(self, instance: Any) -> Iterator[SchemaError]:
-        for error in self._validator.iter_errors(instance):
-            yield SchemaError(
-                tuple(error.absolute_path), error.validator, error.validator_value, error.instance, error.schema
-            )
+        try:
+            found = [
+                SchemaError(tuple(e.absolute_path), e.validator, e.validator_value, e.instance, e.schema)
+                for e in self._validator.iter_errors(instance)
+            ]
+        except RecursionError:
+            found = [TOO_DEEP]
+        yield from found
 
 
 # -- jsonschema-rs ----------------------------------------------------------------------------------
@@ -121,10 +133,18 @@ class _RustChecker:
         self._validator = jsonschema_rs.validator_for(schema, registry=_rust_registry(), offline=True)
 
     def is_valid(self, instance: Any) -> bool:
-        return self._validator.is_valid(instance)
+        try:
+            return self._validator.is_valid(instance)
+        except (ValueError, RecursionError):
+            return False
 
     def errors(self, instance: Any) -> Iterator[SchemaError]:
-        for error in self._validator.iter_errors(instance):
+        try:
+            raw = list(self._validator.iter_errors(instance))
+        except (ValueError, RecursionError):
+            yield TOO_DEEP
+            return
+        for error in raw:
             name = error.kind.name
             keyword = _RUST_KEYWORDS.get(name, name)
             expected, holder = _schema_at(error.absolute_keyword_location or "")

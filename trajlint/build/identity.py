@@ -25,7 +25,10 @@ def python_str(value: Any) -> str:
         return "False"
     if value is None:
         return "None"
-    return str(value)
+    try:
+        return str(value)
+    except RecursionError:  # a pathologically nested value: no usable identity
+        return "<nested too deeply>"
 
 
 def task_id(row: dict[str, Any]) -> str | None:

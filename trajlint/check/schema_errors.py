@@ -111,7 +111,9 @@ def describe(error: Any, section: str) -> Iterator[tuple[list[str | int], str, s
     value = error.instance
     where = _field(path, section)
 
-    if keyword == "type":
+    if keyword == "depth":
+        yield path, keyword, f"{where} is nested too deeply (hundreds of levels) to be validated"
+    elif keyword == "type":
         yield path, keyword, f"{where} must be {_types_phrase(expected)}, got {got(value)}"
     elif keyword == "required":
         for name in expected:
