@@ -17,6 +17,7 @@ from trajlint.build.ledger import AGENT, OUTCOME_TURN, TURN, ref_key
 from trajlint.check import walk
 from trajlint.check import health_view as hv
 from trajlint.check.health_view import HealthFinding, HealthView, check
+from trajlint.check.rules._keys import hashable
 from trajlint.check.spec import Subject, Violation, row_rule
 from trajlint.pointer import child, resolve
 
@@ -172,16 +173,28 @@ def reference_pointer(view: HealthView, ref: dict[str, Any]) -> str:
     return "/ng_trajectory" if view.build.stated else ""
 
 
-def gap_pointer(view: HealthView, gap: dict[str, Any]) -> str:
-    """The gap as the row states it, else the invocation it names."""
-    wanted = (gap["code"], gap["invocation_id"], gap["detail"])
-    for pointer, item in walk.gaps(view.row):
-        if (item.get("code"), item.get("invocation_id"), item.get("detail")) == wanted:
-            return pointer
-    for pointer, record in walk.invocations(view.row):
-        if record.get("invocation_id") == gap["invocation_id"]:
-            return pointer
-    return ""
+class GapPointers:
+    """Where each gap stands: as the row states it, else the invocation it names.
+
+    The row's gaps and invocations are indexed once: a search per gap is quadratic, and a row
+    whose thousands of invocations claim one call has a join gap for each of them.
+    """
+
+    def __init__(self, view: HealthView):
+        self._gaps: dict[tuple[Any, Any, Any], str] = {}
+        for pointer, item in walk.gaps(view.row):
+            self._gaps.setdefault(_gap_key(item.get("code"), item.get("invocation_id"), item.get("detail")), pointer)
+        self._invocations: dict[Any, str] = {}
+        for pointer, record in walk.invocations(view.row):
+            self._invocations.setdefault(hashable(record.get("invocation_id")), pointer)
+
+    def __call__(self, gap: dict[str, Any]) -> str:
+        found = self._gaps.get(_gap_key(gap["code"], gap["invocation_id"], gap["detail"]))
+        return found if found is not None else self._invocations.get(hashable(gap["invocation_id"]), "")
+
+
+def _gap_key(code: Any, invocation_id: Any, detail: Any) -> tuple[Any, Any, Any]:
+    return hashable(code), hashable(invocation_id), hashable(detail)
 
 
 def failure_text(meta: dict[str, Any]) -> str:
@@ -311,6 +324,7 @@ def _capture_mismatch(view: HealthView) -> Iterator[HealthFinding]:
             {"call_id": call_id},
             {"kind": kind, **detail},
         )
+    gap_pointer = GapPointers(view)
     for gap in view.reference_gaps:  # each join gap once, unless a reference reported its call already
         kind = hv.REFERENCE_GAPS[gap["code"]]
         call_id = str(gap["detail"] or "unknown").split(":")[-1]
@@ -319,7 +333,7 @@ def _capture_mismatch(view: HealthView) -> Iterator[HealthFinding]:
         owner = f" (invocation {gap['invocation_id']!r})" if gap["invocation_id"] else ""
         yield HealthFinding(
             hv.CAPTURE_MISMATCH,
-            gap_pointer(view, gap),
+            gap_pointer(gap),
             f"the join of observations and capture found {gap['code']} for call {call_id!r}{owner}",
             {"call_id": call_id},
             {"kind": kind, "observation_gap": gap["code"], "invocation_id": gap["invocation_id"]},
