@@ -168,11 +168,6 @@ def test_a_repeated_key_deep_in_nested_objects_is_found():
 DEEP_OBJECTS = b'{"a":' * 300 + b"1" + b"}" * 300
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="jsonschema-rs stops at about 255 nested objects with 'ValueError: Recursion limit "
-    "reached', which the schema rules (trajlint/schemas.py, check/rules/schema.py) let escape",
-)
 @pytest.mark.parametrize(
     "row",
     [
@@ -188,11 +183,6 @@ def test_objects_nested_300_deep_are_checked(tmp_path, row):
     lint(str(path))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="trajlint build writes rows with orjson, which refuses more than 254 levels of "
-    "nesting: the TypeError escapes write_builds (trajlint/build_rows.py) and ends the command",
-)
 def test_build_writes_or_reports_a_row_nested_300_deep(tmp_path):
     path = tmp_path / "deep.jsonl"
     path.write_bytes(
@@ -377,17 +367,11 @@ def test_ids_and_gap_details_nested_too_deep_for_repr(tmp_path):
     ]
     path = tmp_path / "deep.jsonl"
     path.write_text("\n".join(rows) + "\n")
-    # The schema rules have their own depth limit (see test_objects_nested_300_deep_are_checked).
     code, report, _ = lint("--select", "observation-gap,time-reversed,trajectory-drift", str(path))
     assert code == 1
     assert {("observation-gap", 1), ("time-reversed", 2), ("trajectory-drift", 3)} <= named(report)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the rollout identity str()s `_ng_task_index` (trajlint/build/identity.py) before any rule "
-    "runs (trajlint/check/engine.py row_subject), so a 1,000-deep array raises RecursionError out of the run",
-)
 def test_a_task_index_nested_too_deep_for_str(tmp_path):
     path = tmp_path / "deep.jsonl"
     path.write_text('{"_ng_task_index": %s, "_ng_rollout_index": 0}\n' % DEEP_ARRAY)
@@ -536,7 +520,6 @@ def test_health_rules_on_payloads_nested_deeper_than_the_recursion_limit(tmp_pat
         rows.append(orjson.dumps(row).decode().replace('"@deep@"', "[" * 600 + "]" * 600))
     path = tmp_path / "deep.jsonl"
     path.write_text("\n".join(rows) + "\n")
-    # The schema rules have their own depth limit (see test_objects_nested_300_deep_are_checked).
     code, report, _ = lint("--select", "TL6", str(path))
     assert code in (0, 1)
 
