@@ -95,7 +95,8 @@ def damage(row: dict, ops: list[tuple[str, int, object]]) -> bytes:
             repeated.append((str(path[0]), junk))
     text = json.dumps(row)  # json, not orjson: it writes integers beyond 64 bits as they are
     for key, value in repeated:  # an earlier copy of a top-level key: JSON readers keep the last
-        text = text.replace("{", "{" + json.dumps(key) + ": " + json.dumps(value) + ", ", 1)
+        pair = json.dumps(key) + ": " + json.dumps(value)
+        text = "{" + pair + ("}" if text == "{}" else ", " + text[1:])
     return text.encode()
 
 
@@ -124,7 +125,7 @@ def test_any_damage_is_reported_deterministically_at_places_that_exist(rules, ro
     _, second = _report(rows, rules)
     assert first == second
 
-    parsed = {number: orjson.loads(raw) for number, raw in enumerate(rows, 1)}
+    parsed = {number: orjson.loads(raw) for number, raw in enumerate(rows, 1)}  # damage keeps JSON valid
     for finding in result.findings:
         for place in (finding, *finding.related):
             if place.pointer == "":

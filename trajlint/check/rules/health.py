@@ -161,7 +161,16 @@ def turn_pointers(view: HealthView) -> list[str]:
         key = (turn.get("invocation_id"), turn.get("turn_no"))
         if all(v is None or isinstance(v, (str, int, float)) for v in key):  # a damaged turn is not built
             stated.setdefault(key, pointer)
-    return [stated.get((t["invocation_id"], t["turn_no"]), "/ng_trajectory/turns") for t in view.turns]
+    return [stated.get((t["invocation_id"], t["turn_no"]), turns_pointer(view)) for t in view.turns]
+
+
+def turns_pointer(view: HealthView) -> str:
+    """The stated turns as a whole: the list when the trajectory has one, else the trajectory
+    (a pointer always names a place the row has)."""
+    stated = view.row.get("ng_trajectory")
+    if not isinstance(stated, dict):
+        return ""
+    return "/ng_trajectory/turns" if "turns" in stated else "/ng_trajectory"
 
 
 def reference_pointer(view: HealthView, ref: dict[str, Any]) -> str:
@@ -217,7 +226,7 @@ def _missing_turns(view: HealthView) -> Iterator[HealthFinding]:
     how_many = len(view.turns)
     yield HealthFinding(
         hv.MISSING_TURNS,
-        "/ng_trajectory/turns" if view.build.stated else "",
+        turns_pointer(view),
         "the rollout has no agent turn with model activity: "
         + (f"none of its {how_many} turns holds a message, reasoning, tool call or model call reference" if how_many else "it has no turns"),
         None,
