@@ -17,6 +17,7 @@ See fuzz/README.md.
 from __future__ import annotations
 
 import contextlib
+import copy
 import gzip
 import hashlib
 import io
@@ -252,7 +253,8 @@ def _mutate_json(rnd: random.Random, line: bytes) -> bytes | None:
             if action == 0 and isinstance(node, dict):
                 node.pop(last, None)
             elif action == 1 and isinstance(node, list) and last < len(node):
-                node.insert(last, node[last])  # duplicate an item: repeated ids and claims
+                # duplicate an item (a copy: a shared one could be mutated into a cycle)
+                node.insert(last, copy.deepcopy(node[last]))
             elif action == 2:
                 value = node[last]
                 node[last] = -value if type(value) in (int, float) else value
