@@ -139,6 +139,7 @@ class Pipeline:
         internal = [f.message for f in result.findings if f.name == "internal-error"]
         if internal or result.internal_errors:
             raise Crash(f"internal error: {internal}")
+        _pointers_resolve(result.findings, [content] if container == "json" else content.split(b"\n"))
         report = document.build(
             result, self.rules.values(), files=[getattr(s, "path", "") for s in sources], root=self.scratch
         )
@@ -157,6 +158,26 @@ class Pipeline:
         )
         if built.internal_errors:
             raise Crash("internal error in trajlint build")
+
+
+_MISSING = object()
+
+
+def _pointers_resolve(findings: list, lines: list[bytes]) -> None:
+    """Every pointer of a finding, and of each place it cites, names a place its row has."""
+    import orjson
+
+    from trajlint.pointer import resolve
+
+    rows: dict[int, object] = {}
+    for finding in findings:
+        for place in (finding, *finding.related):
+            if not place.pointer or place.path == "" or not 0 < place.line <= len(lines):
+                continue
+            if place.line not in rows:
+                rows[place.line] = orjson.loads(lines[place.line - 1])
+            if resolve(rows[place.line], place.pointer, _MISSING) is _MISSING:
+                raise Crash(f"{finding.name} points at {place.pointer}, which line {place.line} does not have")
 
 
 def _well_formed(name: str, text: str) -> None:
