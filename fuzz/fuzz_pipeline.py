@@ -1,7 +1,8 @@
 """Fuzz the whole pipeline: bytes -> read -> build -> check -> every report format.
 
-A crash is any exception that escapes, an `internal-error` finding, or a report that is not
-well-formed (the JSON formats must parse, JUnit must be XML, text must encode as UTF-8).
+A crash is any exception that escapes, an `internal-error` finding, a pointer that names no
+place in its row, or a report that is not well-formed (the JSON formats must parse, JUnit must
+be XML, text must encode as UTF-8).
 
     python fuzz/fuzz_pipeline.py -runs=100000             # atheris (libFuzzer) when installed
     python fuzz/fuzz_pipeline.py -max_total_time=600
