@@ -523,6 +523,19 @@ def test_health_rules_on_payloads_nested_deeper_than_the_recursion_limit(tmp_pat
     code, report, _ = lint("--select", "TL6", str(path))
     assert code in (0, 1)
 
+def test_rollout_missing_agent_turns_points_at_a_place_the_row_has():
+    """It pointed at /ng_trajectory/turns whenever the row stated a trajectory, with turns or
+    not (found by tests/test_properties.py)."""
+    row = {"_ng_task_index": 0, "_ng_rollout_index": 0,
+           "ng_model_call_capture": {"rollout_id": "0-0", "calls": []},
+           "ng_trajectory": {"schema_version": "1.0", "task_id": "0", "rollout_id": "0-0"}}
+    raw = orjson.dumps(row) + b"\n"
+    from trajlint.check.engine import load_rules
+
+    result = run([Source("rows.jsonl", stream=io.BytesIO(raw))], load_rules(), max_row_bytes=1 << 20)
+    pointers = {f.pointer for f in result.findings if f.name == "rollout-missing-agent-turns"}
+    assert pointers == {"/ng_trajectory"}
+
 
 # -- regressions: many rows with one identity --------------------------------------------------
 
@@ -588,17 +601,3 @@ def test_standard_output_on_a_full_disk_is_named_not_an_internal_error(args):
     assert proc.returncode == 2
     assert "cannot write standard output: No space left on device" in proc.stderr
     assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
-
-
-def test_rollout_missing_agent_turns_points_at_a_place_the_row_has():
-    """It pointed at /ng_trajectory/turns whenever the row stated a trajectory, with turns or
-    not (found by tests/test_properties.py)."""
-    row = {"_ng_task_index": 0, "_ng_rollout_index": 0,
-           "ng_model_call_capture": {"rollout_id": "0-0", "calls": []},
-           "ng_trajectory": {"schema_version": "1.0", "task_id": "0", "rollout_id": "0-0"}}
-    raw = orjson.dumps(row) + b"\n"
-    from trajlint.check.engine import load_rules
-
-    result = run([Source("rows.jsonl", stream=io.BytesIO(raw))], load_rules(), max_row_bytes=1 << 20)
-    pointers = {f.pointer for f in result.findings if f.name == "rollout-missing-agent-turns"}
-    assert pointers == {"/ng_trajectory"}
