@@ -20,7 +20,13 @@ from nemo_gym.rollout_collection import _attach_trajectory_record
 from nemo_gym.rollout_observability import AgentObservationBundle, join_model_call_observations
 
 
-def collect(row: dict) -> dict:
+EVIDENCE = ("ng_model_call_capture", "ng_agent_observations", "ng_trajectory")
+
+
+def persist(row: dict) -> dict:
+    """The whole row as NeMo Gym's collector writes it: observations joined to the capture, then
+    the trajectory built and attached (only when the row carries any evidence, as the collector
+    does), capture payloads stripped."""
     result = copy.deepcopy(row)
     capture = result.get("ng_model_call_capture")
     bundle = result.get("ng_agent_observations")
@@ -31,7 +37,13 @@ def collect(row: dict) -> dict:
             result["ng_agent_observations"] = joined.model_dump(mode="json")
         except Exception as error:  # noqa: BLE001 - the collector logs and records a gap
             capture.setdefault("gaps", []).append({"code": "agent_observation_join_failed", "detail": type(error).__name__})
-    _attach_trajectory_record(copy.deepcopy(row), result)
+    if any(key in result for key in EVIDENCE):
+        _attach_trajectory_record(copy.deepcopy(row), result)
+    return result
+
+
+def collect(row: dict) -> dict:
+    result = persist(row)
     return {"ng_trajectory": result.get("ng_trajectory"), "ng_agent_observations": result.get("ng_agent_observations")}
 
 

@@ -16,36 +16,12 @@ health check sees them too.
 from __future__ import annotations
 
 import argparse
-import copy
 import sys
 from pathlib import Path
-from typing import Any
 
 import orjson
-from nemo_gym.base_responses_api_model import ModelCallRecord
-from nemo_gym.rollout_collection import _attach_trajectory_record
 from nemo_gym.rollout_health import run_health_checks
-from nemo_gym.rollout_observability import AgentObservationBundle, join_model_call_observations
-
-EVIDENCE = ("ng_model_call_capture", "ng_agent_observations", "ng_trajectory")
-
-
-def persist(row: dict[str, Any]) -> dict[str, Any]:
-    """The row as the collector writes it (the steps tools/nemo_gym_build.py follows, whole row kept)."""
-    result = copy.deepcopy(row)
-    capture = result.get("ng_model_call_capture")
-    bundle = result.get("ng_agent_observations")
-    if isinstance(capture, dict) and isinstance(bundle, dict):
-        try:
-            records = [ModelCallRecord.model_validate(call) for call in capture.get("calls", [])]
-            joined = join_model_call_observations(AgentObservationBundle.model_validate(bundle), records)
-            result["ng_agent_observations"] = joined.model_dump(mode="json")
-        except Exception as error:  # noqa: BLE001 - the collector logs and records a gap
-            capture.setdefault("gaps", []).append({"code": "agent_observation_join_failed", "detail": type(error).__name__})
-    if any(key in result for key in EVIDENCE):
-        _attach_trajectory_record(copy.deepcopy(row), result)
-    return result
-
+from nemo_gym_build import persist  # the collector's steps, shared with the build comparison
 
 def write_rows(source: Path, target: Path, persisted: bool) -> None:
     with source.open("rb") as lines, target.open("wb") as out:
