@@ -17,6 +17,7 @@ See fuzz/README.md.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import copy
 import gzip
@@ -25,6 +26,7 @@ import io
 import json
 import os
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -91,6 +93,7 @@ class Pipeline:
         # Writes to a disk-backed /tmp cost milliseconds each; shared memory when there is some.
         shm = "/dev/shm"
         self.scratch = tempfile.mkdtemp(prefix="trajlint-fuzz-", dir=shm if os.path.isdir(shm) else None)
+        atexit.register(shutil.rmtree, self.scratch, ignore_errors=True)
 
     def _sources(self, container: str, content: bytes) -> list:
         import zstandard
@@ -394,7 +397,9 @@ def _dictionary() -> str:
         if name != "report":
             walk(schemas.load(name))
     tokens.update(t.decode("latin-1") for t in _TEXT_JUNK)
-    path = os.path.join(tempfile.mkdtemp(prefix="trajlint-fuzz-dict-"), "trajlint.dict")
+    directory = tempfile.mkdtemp(prefix="trajlint-fuzz-dict-")
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    path = os.path.join(directory, "trajlint.dict")
     with open(path, "w", encoding="latin-1") as handle:
         for token in sorted(tokens):
             escaped = "".join(c if 32 <= ord(c) < 127 and c not in '"\\' else f"\\x{ord(c):02x}" for c in token)
