@@ -12,20 +12,27 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
+
 from trajlint import validation
 from trajlint.check.countfields import Count, count_fields, owned_by_count_rules
-from trajlint.check.schema_errors import describe, escape, pointer
+from trajlint.check.schema_errors import describe, escape, pointer, show
 from trajlint.check.spec import SECTION_EVIDENCE, Subject, Violation, row_rule
 
 
 def _section_errors(row: dict[str, Any], key: str, schema: str) -> Iterator[Violation]:
     value = row[key]
     if isinstance(value, str):
-        yield Violation(
-            "/" + escape(key),
-            f"`{key}` holds a JSON-encoded string; it must be the object itself "
-            "(the writer serialized it twice)",
+        try:
+            encoded = isinstance(orjson.loads(value), (dict, list))
+        except orjson.JSONDecodeError:
+            encoded = False
+        message = (
+            f"`{key}` holds a JSON-encoded string; it must be the object itself (the writer serialized it twice)"
+            if encoded
+            else f"`{key}` must be {'an array' if key == 'ng_verifier_invocations' else 'an object'}, got a string {show(value)}"
         )
+        yield Violation("/" + escape(key), message)
         return
     counts: dict[str, Count] | None = None
     seen: set[tuple[str, str]] = set()
