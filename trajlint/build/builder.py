@@ -372,9 +372,8 @@ class _Builder:
                     ref = {"model_call_id": entry.model_call_id, "model_ref": model_ref, "response_id": entry.response_id}
                 rewritten.append(canonical.ref(ref))
             target = built.get(owner)
-            if target is not None and target is not None and item.data["invocation_id"] == owner:
-                if self._is_observed_copy(target, item):
-                    target["model_calls"] = rewritten
+            if target is not None and self._is_observed_copy(target, item):
+                target["model_calls"] = rewritten
         for item in self.compactions:
             owner = item.data["invocation_id"]
             for ref in item.data.get("model_calls") or []:
