@@ -58,6 +58,7 @@ class Subject:
     problem: Any = None
     rollout: Rollout | None = None
     _build: Any = None
+    _memo: dict[str, Any] | None = None
 
     @property
     def row(self) -> dict[str, Any]:
@@ -71,6 +72,17 @@ class Subject:
 
             self._build = build(self.value)
         return self._build
+
+    def memo(self, key: str, compute: Callable[[Subject], Any]) -> Any:
+        """`compute(self)`, computed once per subject: what several rules derive from one row
+        (an index of its ids, a walk of its counts) is derived once."""
+        memo = self._memo
+        if memo is None:
+            memo = self._memo = {}
+        elif key in memo:
+            return memo[key]
+        value = memo[key] = compute(self)
+        return value
 
     def location(self, pointer: str = "") -> Location:
         return Location(self.path, self.line, pointer)
