@@ -9,11 +9,11 @@ therefore leave a below-bound or non-integer value at one of these places to the
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from trajlint.check import walk
+from trajlint.check.spec import Subject
 from trajlint.pointer import child
 
 
@@ -63,37 +63,61 @@ TOKEN_STATS = _fields(
 TTFT = _fields("latency_ttft_ms", integer=False)
 
 
-def _present(base: str, item: dict[str, Any], fields: tuple[Count, ...]) -> Iterator[tuple[str, Any, Count]]:
+_METRICS = child("", walk.CAPTURE, "metrics")
+
+
+def _present(out: list[tuple[str, Any, Count]], base: str, item: dict[str, Any], fields: tuple[Count, ...]) -> None:
     for field in fields:
         value = item.get(field.name)
         if value is not None:
             # Field names are plain identifiers: no pointer escaping needed (this runs per count).
-            yield f"{base}/{field.name}", value, field
+            out.append((f"{base}/{field.name}", value, field))
 
 
-def count_fields(row: dict[str, Any]) -> Iterator[tuple[str, Any, Count]]:
+def count_fields(row: dict[str, Any]) -> list[tuple[str, Any, Count]]:
     """(pointer, value, field) for every non-null count in the row, in row order."""
+    out: list[tuple[str, Any, Count]] = []
     for base, call in walk.capture_calls(row):
-        yield from _present(base, call, CAPTURE_CALL)
+        _present(out, base, call, CAPTURE_CALL)
     capture = walk.section(row, walk.CAPTURE)
     if capture is not None and isinstance(capture.get("metrics"), dict):
-        yield from _present(child("", walk.CAPTURE, "metrics"), capture["metrics"], CAPTURE_METRICS)
+        _present(out, _METRICS, capture["metrics"], CAPTURE_METRICS)
     for base, record in walk.items(row, walk.OBSERVATIONS, "records"):
         kind = record.get("kind")
-        yield from _present(base, record, RECORD.get(kind, ()) if isinstance(kind, str) else ())
+        _present(out, base, record, RECORD.get(kind, ()) if isinstance(kind, str) else ())
     for base, invocation in walk.stated(row, "invocations"):
-        yield from _present(base, invocation, DURATION)
+        _present(out, base, invocation, DURATION)
     for base, turn in walk.stated(row, "turns"):
-        yield from _present(base, turn, TURN)
+        _present(out, base, turn, TURN)
     for base, call in walk.stated(row, "model_calls"):
-        yield from _present(base, call, DURATION)
+        _present(out, base, call, DURATION)
         for part, fields in (("response_metadata", TTFT), ("token_stats", TOKEN_STATS)):
             if isinstance(call.get(part), dict):
-                yield from _present(child(base, part), call[part], fields)
+                _present(out, f"{base}/{part}", call[part], fields)
     for base, tool in walk.stated(row, "tool_calls"):
-        yield from _present(base, tool, DURATION)
+        _present(out, base, tool, DURATION)
     for base, verifier in walk.verifier_invocations(row):
-        yield from _present(base, verifier, DURATION)
+        _present(out, base, verifier, DURATION)
+    return out
+
+
+
+def row_counts(subject: Subject) -> list[tuple[str, Any, Count]]:
+    """`count_fields` of the subject's row, walked once per row for every rule that reads counts."""
+    return subject.memo("count-fields", _count_fields_of)
+
+
+def _count_fields_of(subject: Subject) -> list[tuple[str, Any, Count]]:
+    return count_fields(subject.row)
+
+
+def count_pointers(subject: Subject) -> dict[str, Count]:
+    """The row's count fields by pointer, for the schema rules (see `owned_by_count_rules`)."""
+    return subject.memo("count-pointers", _count_pointers_of)
+
+
+def _count_pointers_of(subject: Subject) -> dict[str, Count]:
+    return {ptr: field for ptr, _, field in row_counts(subject)}
 
 
 _NUMERIC_TEXT = re.compile(r"\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*")

@@ -8,6 +8,7 @@ of failing; the schema rules report the shape.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import cache
 from typing import Any
 
 from trajlint.pointer import child
@@ -27,10 +28,16 @@ def items(row: dict[str, Any], *path: str) -> Iterator[tuple[str, dict[str, Any]
         node = node.get(key)
     if not isinstance(node, list):
         return
-    base = child("", *path)
+    base = _base(path)
     for index, item in enumerate(node):
         if isinstance(item, dict):
             yield f"{base}/{index}", item  # an index needs no escaping
+
+
+@cache
+def _base(path: tuple[str, ...]) -> str:
+    """The pointer of a list the walks visit; the few paths there are are escaped once."""
+    return child("", *path)
 
 
 def section(row: dict[str, Any], key: str) -> dict[str, Any] | None:

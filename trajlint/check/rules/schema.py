@@ -10,18 +10,17 @@ rules (TL3xx), which own it: they say what the value means and what NeMo Gym doe
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import orjson
 
 from trajlint import validation
-from trajlint.check.countfields import Count, count_fields, owned_by_count_rules
+from trajlint.check.countfields import count_pointers, owned_by_count_rules
 from trajlint.check.schema_errors import describe, escape, pointer, show
 from trajlint.check.spec import SECTION_EVIDENCE, Subject, Violation, row_rule
 
 
-def _section_errors(row: dict[str, Any], key: str, schema: str) -> Iterator[Violation]:
-    value = row[key]
+def _section_errors(subject: Subject, key: str, schema: str) -> Iterator[Violation]:
+    value = subject.row[key]
     if isinstance(value, str):
         try:
             encoded = isinstance(orjson.loads(value), (dict, list))
@@ -34,7 +33,6 @@ def _section_errors(row: dict[str, Any], key: str, schema: str) -> Iterator[Viol
         )
         yield Violation("/" + escape(key), message)
         return
-    counts: dict[str, Count] | None = None
     seen: set[tuple[str, str]] = set()
     for error in validation.checker(schema).errors(value):
         for path, keyword, message in describe(error, key):
@@ -43,9 +41,7 @@ def _section_errors(row: dict[str, Any], key: str, schema: str) -> Iterator[Viol
                 continue  # a backend may report one missing field per error, the other all at once
             seen.add((ptr, message))
             if keyword in ("minimum", "exclusiveMinimum", "type"):
-                if counts is None:
-                    counts = {p: field for p, _, field in count_fields(row)}
-                if owned_by_count_rules(counts, ptr, keyword, error.instance):
+                if owned_by_count_rules(count_pointers(subject), ptr, keyword, error.instance):
                     continue  # negative-count / non-integer-count report it, with its meaning
             yield Violation(ptr, message)
 
@@ -65,19 +61,19 @@ def row_schema(subject: Subject) -> Iterator[Violation]:
 
 @row_rule("capture-schema", reads=["row", "capture"])
 def capture_schema(subject: Subject) -> Iterator[Violation]:
-    yield from _section_errors(subject.row, "ng_model_call_capture", "model-call-capture")
+    yield from _section_errors(subject, "ng_model_call_capture", "model-call-capture")
 
 
 @row_rule("observations-schema", reads=["row", "observations"])
 def observations_schema(subject: Subject) -> Iterator[Violation]:
-    yield from _section_errors(subject.row, "ng_agent_observations", "agent-observations")
+    yield from _section_errors(subject, "ng_agent_observations", "agent-observations")
 
 
 @row_rule("trajectory-schema", reads=["row", "trajectory"])
 def trajectory_schema(subject: Subject) -> Iterator[Violation]:
-    yield from _section_errors(subject.row, "ng_trajectory", "trajectory")
+    yield from _section_errors(subject, "ng_trajectory", "trajectory")
 
 
 @row_rule("verifier-schema", reads=["row", "verifiers"])
 def verifier_schema(subject: Subject) -> Iterator[Violation]:
-    yield from _section_errors(subject.row, "ng_verifier_invocations", "verifier-invocations")
+    yield from _section_errors(subject, "ng_verifier_invocations", "verifier-invocations")
