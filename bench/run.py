@@ -135,9 +135,12 @@ def subjects(args: argparse.Namespace, path: Path, one_row: Path, gym_input: Pat
     gym_note = "skipped (--no-gym)" if args.no_gym else f"n/a: no NeMo Gym venv at {', '.join(map(str, GYM_CANDIDATES))}"
     main = [
         Subject("floor", "(a) floor: orjson parse only", [sys.executable, str(BENCH / "floor.py"), str(path)]),
-        Subject("trajlint", "(b) trajlint check", trajlint_argv(path), cwd=root, env=env),
     ]
-    if trajlint_has_jobs(root):
+    has_jobs = trajlint_has_jobs(root)
+    # Once trajlint has --jobs its default is every core, so (b) asks for one process.
+    single = trajlint_argv(path, "--jobs", "1") if has_jobs else trajlint_argv(path)
+    main.append(Subject("trajlint", "(b) trajlint check" + (" --jobs 1" if has_jobs else ""), single, cwd=root, env=env))
+    if has_jobs:
         main.append(Subject("jobs", f"(c) trajlint check --jobs {args.jobs}", trajlint_argv(path, "--jobs", str(args.jobs)), cwd=root, env=env))
     else:
         main.append(Subject("jobs", f"(c) trajlint check --jobs {args.jobs}", None, note="n/a: trajlint check has no --jobs option yet"))

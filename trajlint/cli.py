@@ -116,10 +116,24 @@ def _lint_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             help="Lines longer than this are reported (row-too-large) and skipped, never loaded. "
             "[default: 268435456]",
         ),
+        click.option(
+            "-j",
+            "--jobs",
+            type=click.IntRange(min=0),
+            metavar="N",
+            help="Check with N processes; large files are cut into shards at line ends. The report "
+            "is the same for every N. [default: 0, one per usable core]",
+        ),
     ]
     for option in reversed(options):
         fn = option(fn)
     return fn
+
+
+def _jobs(settings: dict[str, Any]) -> int:
+    from trajlint.check.parallel import usable_cores
+
+    return settings["jobs"].value or usable_cores()
 
 
 def _lint_setup(
@@ -147,7 +161,7 @@ def _lint_setup(
     try:
         found = config.find(options["config_file"], isolated=options["isolated"])
         settings = config.resolve(
-            found, {"profile": options["profile"], "max-row-bytes": options["max_row_bytes"], **overrides}
+            found, {"profile": options["profile"], "max-row-bytes": options["max_row_bytes"], "jobs": options["jobs"], **overrides}
         )
         every_rule = load_rules()
         layers = [
@@ -283,7 +297,11 @@ def check(
 
     observer = health.observer_for(rules.values(), inputs, report=health_report is not None)
     result = run(
-        sources, rules, max_row_bytes=settings["max-row-bytes"].value, observers=[observer] if observer else []
+        sources,
+        rules,
+        max_row_bytes=settings["max-row-bytes"].value,
+        observers=[observer] if observer else [],
+        jobs=_jobs(settings),
     )
     health_summary = observer.finish(result.findings) if observer else None
     findings = selection.drop_ignored(result.findings, ignores)
@@ -376,7 +394,7 @@ def baseline_command(output: str | None, **options: Any) -> None:
     problem = report_outputs.problem([formats.Output("json", path)], [s.path for s in sources])
     if problem:
         raise click.UsageError(problem)
-    result = run(sources, rules, max_row_bytes=settings["max-row-bytes"].value)
+    result = run(sources, rules, max_row_bytes=settings["max-row-bytes"].value, jobs=_jobs(settings))
     if result.internal_errors:
         raise Failure(f"{internal_error_line(result.findings, result.internal_errors)}; {path} was not written")
     document = baseline.record(selection.drop_ignored(result.findings, ignores))
@@ -461,11 +479,11 @@ def internal_error_line(findings: list[Any], count: int) -> str:
     """One line for standard error: the first internal error, which names its rule and row and
     asks for a report, and how many more there were."""
     first = next((f for f in findings if f.name == "internal-error"), None)
-    text = (
-        " ".join(first.message.split())  # an exception's message may span lines
-        if first is not None
-        else "a rule raised while checking; this is a bug in trajlint, please report it"
-    )
+    if first is None:
+        text = "a rule raised while checking; this is a bug in trajlint, please report it"
+    else:
+        where = f"{first.path}:{first.line}" if first.line else first.path
+        text = f"{where}: " + " ".join(first.message.split())  # an exception's message may span lines
     more = f" ({count - 1:,} more)" if count > 1 else ""
     return f"internal error: {text}{more}"
 

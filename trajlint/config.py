@@ -27,7 +27,7 @@ PYPROJECT = "pyproject.toml"
 TRAJLINT_TOML = "trajlint.toml"
 
 _LISTS = ("select", "extend-select", "ignore")
-KEYS = (*_LISTS, "severity", "per-file-ignores", "profile", "fail-level", "max-row-bytes", "baseline")
+KEYS = (*_LISTS, "severity", "per-file-ignores", "profile", "fail-level", "max-row-bytes", "jobs", "baseline")
 
 
 class ConfigError(ValueError):
@@ -114,6 +114,9 @@ def _check(key: str, value: Any) -> str | None:
     if key == "max-row-bytes":
         ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
         return None if ok else f"must be a positive integer (bytes), not {value!r}"
+    if key == "jobs":
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        return None if ok else f"must be a number of processes (0: one per usable core), not {value!r}"
     if key == "baseline":
         return None if isinstance(value, str) and value else "must be the path of a baseline file"
     raise AssertionError(key)
@@ -171,6 +174,7 @@ def resolve(config: FileConfig, overrides: Mapping[str, Any]) -> dict[str, Setti
         "profile": DEFAULT_PROFILE,
         "fail-level": DEFAULT_FAIL_LEVEL,
         "max-row-bytes": DEFAULT_MAX_ROW_BYTES,
+        "jobs": 0,
         "baseline": None,
     }
     settings: dict[str, Setting] = {}

@@ -129,6 +129,112 @@ class _Stats:
         self.capture_completion += digest.capture_completion
 
 
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """What the health report keeps of one row: its keys, verdict, checks, and the numbers."""
+
+    task: Any  # None: the row has no task index, and its position names it
+    index: Any
+    stage: Any
+    rollout: Any
+    verdict: str
+    found_checks: tuple[str, ...]
+    missing: tuple[str, ...]
+    digest: hv.Digest | None
+    record: bytes | None  # the row's verdict line for the report, when one is written
+
+
+@dataclass(frozen=True, slots=True)
+class RowJudge:
+    """Judges each row where it is checked (a `RowDigester`): the rules of the run, no state."""
+
+    codes: dict[str, str]
+    rollout_rules: list[str]
+    selected: set[str]
+    stated_checked: bool
+    keep_records: bool
+
+    def digest(self, subject: Subject, findings: list[Finding], unobserved: list[str]) -> Judged:
+        row = subject.row
+        found, missing, digest = self._evaluate(subject, findings, unobserved)
+        result = verdict(bool(found), bool(missing))
+        stage = stage_index(row)
+        return Judged(
+            task=task_index(row),
+            index=rollout_index(row),
+            stage=stage,
+            rollout=subject.rollout,
+            verdict=result,
+            found_checks=tuple(item["check"] for item in found),
+            missing=tuple(missing),
+            digest=digest,
+            record=self._record(row, result, found, missing) if self.keep_records else None,
+        )
+
+    def _evaluate(
+        self, subject: Subject, findings: list[Finding], unobserved: list[str]
+    ) -> tuple[list[dict[str, Any]], list[str], hv.Digest | None]:
+        """(NeMo Gym findings, unobserved check ids, digest) of one row."""
+        present = {f.name for f in findings}
+        failed: dict[str, str] = {}
+        for f in findings:
+            match = _INTERNAL.match(f.message) if f.name == "internal-error" else None
+            if match:
+                failed[match.group(2)] = match.group(3)
+        static = {self.codes.get(code) for code in unobserved}
+        found: list[dict[str, Any]] = []
+        missing: list[str] = []
+        try:
+            view = hv.view_of(subject)
+            digest = view.digest()
+        except Exception as exc:  # noqa: BLE001 - the rules report it as internal-error
+            failed.update((rule, type(exc).__name__) for rule in self.rollout_rules)
+            view = digest = None
+        if digest is not None and digest.stated_invalid and self.stated_checked:
+            found.append(
+                {"check": RECORD_UNREADABLE, "detail": {"reason": "canonical trajectory is unreadable", "error": "ValidationError"}}
+            )
+        for rule in self.rollout_rules:
+            check = check_of(rule)
+            if rule in failed:
+                missing.append(check)
+                if CHECK_EXECUTION_ERROR in self.selected:
+                    found.append(
+                        {
+                            "check": CHECK_EXECUTION_ERROR,
+                            "detail": {"reason": "check raised an unexpected exception", "failed_check": check, "error": failed[rule]},
+                        }
+                    )
+            elif rule in static or view is None or view.findings(rule) is None:
+                missing.append(check)
+            elif rule in present:
+                found.extend(_ng_finding(item) for item in view.findings(rule))
+        return found, missing, digest  # in NeMo Gym's order: its registry's, a failed check's error in its place
+
+    def _record(self, row: dict[str, Any], result: str, found: list, missing: list) -> bytes:
+        stage = row.get("stage_index")
+        stated = row.get("ng_trajectory")
+        stated_id = stated.get("rollout_id") if isinstance(stated, dict) else None
+        explicit = row.get("_ng_rollout_id") or stated_id
+        record = {
+            "_ng_task_index": row.get("_ng_task_index"),
+            "_ng_rollout_index": row.get("_ng_rollout_index", 0),
+            "rollout_id": python_str(hashable(explicit)) if explicit else None,
+            "verdict": result,
+            "findings": found,
+            "unobserved": missing,
+        }
+        if stage is not None:
+            record["stage_index"] = stage
+        try:
+            return orjson.dumps(record)
+        except (TypeError, ValueError):  # an index nested deeper than JSON writers go
+            for key in ("_ng_task_index", "_ng_rollout_index", "stage_index"):
+                if key in record:
+                    record[key] = hashable(record[key])
+            return orjson.dumps(record)
+
+
 class _Ordinal:
     """A row without `_ng_task_index`: NeMo Gym uses its position among all non-blank lines.
 
@@ -172,101 +278,35 @@ class HealthObserver:
 
     # -- per row --------------------------------------------------------------------------------
 
-    def row_done(self, subject: Subject, findings: list[Finding], unobserved: list[str]) -> None:
-        row = subject.row
-        task = task_index(row)
+    def digester(self) -> RowJudge:
+        return RowJudge(self.codes, self.rollout_rules, self.selected, self.stated_checked, self._spool is not None)
+
+    def absorb(self, location: Location, judged: Judged) -> None:
+        task = judged.task
         if task is None:
-            task = _Ordinal(self.rows, (self.inputs.get(subject.path, len(self.inputs)), subject.line))
+            task = _Ordinal(self.rows, (self.inputs.get(location.path, len(self.inputs)), location.line))
             self._ordinals.append(task)
-        index = rollout_index(row)
         self.rows += 1
-        found, missing, digest = self._evaluate(subject, findings, unobserved)
-        result = verdict(bool(found), bool(missing))
+        digest = judged.digest
         self.stats.records += 1
         if digest is not None:
             self.stats.add(digest)
-        for item in found:
-            self.issues[item["check"]] += 1
-        for check in missing:  # evaluated and ignored are counted at the end
-            self.unobserved[check] += 1
+        self.issues.update(judged.found_checks)
+        self.unobserved.update(judged.missing)  # evaluated and ignored are counted at the end
         position = self.repeats.add(
             task,
-            index,
-            result,
-            stage=stage_index(row),
-            first=subject.location(),
-            rollout=subject.rollout,
+            judged.index,
+            judged.verdict,
+            stage=judged.stage,
+            first=location,
+            rollout=judged.rollout,
             policy_calls_observed=digest is not None and digest.policy_calls_observed,
             successful=digest is not None and digest.successful_turn_calls > 0,
         )
-        if self._spool is not None:
-            self._keep(row, task, index, result, found, missing, position)
-
-    def _evaluate(
-        self, subject: Subject, findings: list[Finding], unobserved: list[str]
-    ) -> tuple[list[dict[str, Any]], list[str], hv.Digest | None]:
-        """(NeMo Gym findings, unobserved check ids, digest) of one row."""
-        present = {f.name for f in findings}
-        failed: dict[str, str] = {}
-        for f in findings:
-            match = _INTERNAL.match(f.message) if f.name == "internal-error" else None
-            if match:
-                failed[match.group(2)] = match.group(3)
-        static = {self.codes.get(code) for code in unobserved}
-        found: list[dict[str, Any]] = []
-        missing: list[str] = []
-        try:
-            view = hv.view_of(subject)
-            digest = view.digest()
-        except Exception as exc:  # noqa: BLE001 - the rules report it as internal-error
-            failed.update((rule, type(exc).__name__) for rule in self.rollout_rules)
-            view = digest = None
-        if digest is not None and digest.stated_invalid and self.stated_checked:
-            found.append(
-                {"check": RECORD_UNREADABLE, "detail": {"reason": "canonical trajectory is unreadable", "error": "ValidationError"}}
-            )
-        for rule in self.rollout_rules:
-            check = check_of(rule)
-            if rule in failed:
-                missing.append(check)
-                if CHECK_EXECUTION_ERROR in self.selected:
-                    found.append(
-                        {
-                            "check": CHECK_EXECUTION_ERROR,
-                            "detail": {"reason": "check raised an unexpected exception", "failed_check": check, "error": failed[rule]},
-                        }
-                    )
-            elif rule in static or view is None or view.findings(rule) is None:
-                missing.append(check)
-            elif rule in present:
-                found.extend(_ng_finding(item) for item in view.findings(rule))
-        return found, missing, digest  # in NeMo Gym's order: its registry's, a failed check's error in its place
-
-    def _keep(self, row: dict[str, Any], task: Any, index: Any, result: str, found: list, missing: list, position: int) -> None:
-        stage = row.get("stage_index")
-        stated = row.get("ng_trajectory")
-        stated_id = stated.get("rollout_id") if isinstance(stated, dict) else None
-        explicit = row.get("_ng_rollout_id") or stated_id
-        record = {
-            "_ng_task_index": row.get("_ng_task_index"),
-            "_ng_rollout_index": row.get("_ng_rollout_index", 0),
-            "rollout_id": python_str(hashable(explicit)) if explicit else None,
-            "verdict": result,
-            "findings": found,
-            "unobserved": missing,
-        }
-        if stage is not None:
-            record["stage_index"] = stage
-        try:
-            data = orjson.dumps(record)
-        except (TypeError, ValueError):  # an index nested deeper than JSON writers go
-            for key in ("_ng_task_index", "_ng_rollout_index", "stage_index"):
-                if key in record:
-                    record[key] = hashable(record[key])
-            data = orjson.dumps(record)
-        offset = self._spool.tell()
-        self._spool.write(data)
-        self._index.append((task, index, hashable(stage), offset, len(data), position))
+        if self._spool is not None and judged.record is not None:
+            offset = self._spool.tell()
+            self._spool.write(judged.record)
+            self._index.append((task, judged.index, judged.stage, offset, len(judged.record), position))
 
     # -- at the end ----------------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ __all__ = [
     "Unreadable",
     "iter_sources",
     "parse",
+    "shards",
 ]
 
 DEFAULT_MAX_ROW_BYTES = 256 * 1024 * 1024
@@ -113,6 +114,9 @@ class Source:
     compression: str | None = None
     whole: bool | None = None
     stream: BinaryIO | None = field(default=None, repr=False, compare=False)  # stdin only
+    # A shard: the bytes [start, end) of a plain file (end None: to the end of the file). Its
+    # lines are numbered from 1 at `start`; whoever split the file adds the lines before it.
+    span: tuple[int, int | None] | None = None
 
     def __post_init__(self) -> None:
         name = self.path.lower()
@@ -126,24 +130,98 @@ class Source:
         if self.whole is None:
             object.__setattr__(self, "whole", name.endswith(".json"))
 
-    def lines(self, max_row_bytes: int = DEFAULT_MAX_ROW_BYTES) -> Iterator[Line | OversizedLine | Unreadable]:
-        """Yield the file's rows in order; a failure ends the iteration with one `Unreadable`."""
+    @property
+    def first_shard(self) -> bool:
+        """Whether this is the file itself or the shard that starts it (which speaks for the file)."""
+        return self.span is None or self.span[0] == 0
+
+    def lines(
+        self, max_row_bytes: int = DEFAULT_MAX_ROW_BYTES, tally: LineTally | None = None
+    ) -> Iterator[Line | OversizedLine | Unreadable]:
+        """Yield the file's rows in order; a failure ends the iteration with one `Unreadable`.
+
+        `tally`, when given, holds the number of physical lines read once the iteration ends.
+        """
         if self.stream is not None:
             handle, owned = self.stream, False  # stdin belongs to the caller: never closed here
         else:
             opened = _open_regular_file(self.path)
             if isinstance(opened, Unreadable):
+                if not self.first_shard:  # the file went away after it was split
+                    opened = Unreadable(self.path, 1, opened.reason)
                 yield opened
                 return
             handle, owned = opened, True
-        chunks = _CHUNK_READERS[self.compression](handle)
-        split = _whole_document if self.whole else _split_lines
+        if self.span is None:
+            chunks = _CHUNK_READERS[self.compression](handle)
+        else:
+            chunks = _span_chunks(handle, *self.span)
+        tally = tally if tally is not None else LineTally()
         try:
-            yield from split(self.path, chunks, max_row_bytes)
+            if self.whole:
+                yield from _whole_document(self.path, chunks, max_row_bytes)
+            else:
+                yield from _split_lines(self.path, chunks, max_row_bytes, tally)
         finally:
             chunks.close()
             if owned:
                 handle.close()
+
+
+@dataclass(slots=True)
+class LineTally:
+    lines: int = 0
+
+
+# Shards this size keep a worker's findings and digests small and give every core a fair share;
+# the per-shard cost (an open, a seek, a search for the next line end) is negligible beside it.
+SHARD_BYTES = 16 * 1024 * 1024
+
+
+def shards(source: Source, shard_bytes: int | None = None) -> list[Source]:
+    """`source` cut at line ends into shards of about `shard_bytes`, in file order.
+
+    Only a plain JSONL file on disk can be cut (a compressed stream has no byte offsets to seek
+    to); anything else, and a file too small to be worth cutting, is its single shard. Finding
+    the cuts reads a little past each nominal offset, never the file. A file that cannot be
+    opened here is left whole, for the read to report.
+    """
+    shard_bytes = shard_bytes or SHARD_BYTES
+    if source.stream is not None or source.compression or source.whole or source.span is not None:
+        return [source]
+    try:
+        size = os.stat(source.path).st_size
+    except OSError:
+        return [source]
+    if size < 2 * shard_bytes:
+        return [source]
+    opened = _open_regular_file(source.path)
+    if isinstance(opened, Unreadable):
+        return [source]
+    starts = [0]
+    try:
+        with opened as handle:
+            for nominal in range(shard_bytes, size, shard_bytes):
+                start = _line_start_at_or_after(handle, max(nominal, starts[-1] + 1))
+                if start is None or start >= size:
+                    break
+                starts.append(start)
+    except OSError:
+        return [source]
+    ends: list[int | None] = [*starts[1:], None]  # the last shard reads whatever the file holds then
+    return [Source(source.path, "", False, span=(a, b)) for a, b in zip(starts, ends)]
+
+
+def _line_start_at_or_after(handle: BinaryIO, offset: int) -> int | None:
+    """The first offset >= `offset` that follows a b"\n" (None: no line starts there)."""
+    position = offset - 1  # the byte before `offset` may itself end a line
+    handle.seek(position)
+    while piece := handle.read(64 * 1024):
+        found = piece.find(b"\n")
+        if found >= 0:
+            return position + found + 1
+        position += len(piece)
+    return None
 
 
 def _open_regular_file(path: str) -> BinaryIO | Unreadable:
@@ -376,6 +454,21 @@ def _plain_chunks(handle: BinaryIO) -> Iterator[bytes]:
         raise _StreamBroken(f"read failed: {_os_reason(exc)}") from None
 
 
+def _span_chunks(handle: BinaryIO, start: int, end: int | None) -> Iterator[bytes]:
+    try:
+        handle.seek(start)
+        left = None if end is None else end - start
+        while left is None or left > 0:
+            chunk = handle.read(_CHUNK_BYTES if left is None else min(_CHUNK_BYTES, left))
+            if not chunk:
+                return
+            if left is not None:
+                left -= len(chunk)
+            yield chunk
+    except OSError as exc:
+        raise _StreamBroken(f"read failed: {_os_reason(exc)}") from None
+
+
 def _gzip_chunks(handle: BinaryIO) -> Iterator[bytes]:
     # read1 makes one decompression step per call, so everything decoded before a failure has
     # already been handed out when the error is raised.
@@ -532,7 +625,9 @@ _SET_LINE_NUMBER = Line.number.__set__  # type: ignore[attr-defined]
 _SET_LINE_RAW = Line.raw.__set__  # type: ignore[attr-defined]
 
 
-def _split_lines(path: str, chunks: Iterator[bytes], max_row_bytes: int) -> Iterator[Line | OversizedLine | Unreadable]:
+def _split_lines(
+    path: str, chunks: Iterator[bytes], max_row_bytes: int, tally: LineTally
+) -> Iterator[Line | OversizedLine | Unreadable]:
     """Split chunks on b"\\n". A line cut by a chunk boundary is carried over in parts; once it
     outgrows max_row_bytes its bytes are only counted."""
     number = 0  # physical lines completed so far
@@ -591,8 +686,10 @@ def _split_lines(path: str, chunks: Iterator[bytes], max_row_bytes: int) -> Iter
                     carried.append(tail)
     except _StreamBroken as broken:
         # The partial line is not yielded: a half row would only show up as a misleading JSON error.
+        tally.lines = number + 1
         yield Unreadable(path, 0 if broken.whole_file else number + 1, broken.reason)
         return
+    tally.lines = number + (1 if skipping or carried else 0)
     if skipping:
         yield OversizedLine(path, number + 1, carried_size)
     elif carried:

@@ -7,8 +7,10 @@ identity and fingerprint, and containing a rule that raises (`internal-error`) s
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from trajlint.build.identity import rollout_identity
 from trajlint.check.catalog import Entry, packaged
@@ -17,12 +19,13 @@ from trajlint.check.spec import (
     SECTION_EVIDENCE,
     Implementation,
     Reduction,
+    RowDigester,
     RowObserver,
     Subject,
     Violation,
 )
 from trajlint.findings import SEVERITIES, Finding, Location, Rollout, fingerprint
-from trajlint.read import Line, OversizedLine, ParseError, Source, Unreadable, parse
+from trajlint.read import Line, LineTally, OversizedLine, ParseError, Source, Unreadable, parse, shards
 
 INTERNAL_ERROR = "internal-error"
 _FILE = frozenset({"file"})
@@ -82,23 +85,48 @@ class Result:
     internal_errors: int = 0
 
 
-class Engine:
+@dataclass(slots=True)
+class UnitResult:
+    """What checking one unit of input (a file, or a shard of one) hands to the run.
+
+    Line numbers count from the unit's first line: a shard does not know how many lines come
+    before it, so the run adds them (`Engine.absorb`). `physical_lines` is how many the unit
+    held, blank ones included. `rows` holds, per row that a reduction or observer saw, its line
+    and their digests.
+    """
+
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    coverage: dict[str, list[int]] = field(default_factory=dict)  # code -> [evaluated, unobserved]
+    rows: list[tuple[int, tuple[Any, ...], tuple[Any, ...]]] = field(default_factory=list)
+    files: int = 0
+    lines: int = 0
+    row_count: int = 0
+    internal_errors: int = 0
+    physical_lines: int = 0
+
+
+class RowChecker:
+    """The half of the run that looks at rows: runs the row rules and takes each row's digests.
+
+    One lives in every process that checks rows; it holds no state across units.
+    """
+
     def __init__(
         self,
         rules: Sequence[RuleSpec],
         internal_error: RuleSpec | None = None,
-        observers: Sequence[RowObserver] = (),
+        digesters: Sequence[RowDigester] = (),
     ):
-        self._observers = list(observers)
         self._row_rules = [r for r in rules if r.impl.check is not None]
+        # Instances of their own: only their (stateless) `digest` half runs here.
         self._reductions: list[tuple[RuleSpec, Reduction]] = [
             (r, r.impl.reduction()) for r in rules if r.impl.reduction is not None
         ]
+        self._digesters = list(digesters)
         self._internal = internal_error
         self._plans: dict[frozenset[str], tuple[list[RuleSpec], list[RuleSpec]]] = {}
-        self.result = Result(coverage={r.code: Coverage(r.name) for r in rules})
-
-    # -- dispatch --------------------------------------------------------------------------
+        self.unit = UnitResult("")
 
     def _plan(self, evidence: frozenset[str]) -> tuple[list[RuleSpec], list[RuleSpec]]:
         """(rules to run, rules unobserved) for a subject holding this evidence, memoized."""
@@ -115,86 +143,183 @@ class Engine:
             plan = self._plans[evidence] = (applicable, unobserved)
         return plan
 
+    def check_unit(self, unit: Source | Unreadable, max_row_bytes: int) -> UnitResult:
+        self.unit = UnitResult(unit.path)
+        tally = LineTally()
+        for subject in unit_subjects(unit, max_row_bytes, tally):
+            self.visit(subject)
+        self.unit.physical_lines = tally.lines
+        return self.unit
+
     def visit(self, subject: Subject) -> None:
-        coverage = self.result.coverage
+        unit = self.unit
+        coverage = unit.coverage
+        if subject.evidence is _FILE:
+            unit.files += subject.problem is None
+        else:
+            unit.lines += 1
+            unit.row_count += "row" in subject.evidence
         applicable, unobserved = self._plan(subject.evidence)
         for spec in unobserved:
-            coverage[spec.code].unobserved += 1
-        first = len(self.result.findings)
+            coverage.setdefault(spec.code, [0, 0])[1] += 1
+        findings = unit.findings
+        first = len(findings)
         for spec in applicable:
-            coverage[spec.code].evaluated += 1
+            coverage.setdefault(spec.code, [0, 0])[0] += 1
             try:
                 found = [
-                    self._finding(spec, subject.path, subject.line, subject.rollout, subject.raw, violation)
+                    _finding(spec, subject.path, subject.line, subject.rollout, subject.raw, violation)
                     for violation in spec.impl.check(subject)  # type: ignore[misc]
                 ]
             except Exception as exc:  # noqa: BLE001 - a rule bug must not stop the run
                 self._internal_error(spec, subject, exc)
                 continue
-            self.result.findings.extend(found)
-        if self._observers and "row" in subject.evidence:
-            row_findings = self.result.findings[first:]
-            unobserved_codes = [spec.code for spec in unobserved]
-            for observer in self._observers:
-                observer.row_done(subject, row_findings, unobserved_codes)
+            findings.extend(found)
+        if "row" not in subject.evidence or not (self._reductions or self._digesters):
+            return
+        digests = []
         for spec, reduction in self._reductions:
+            digest = None
             if spec.impl.reads <= subject.evidence:
                 try:
-                    reduction.observe(subject)
+                    digest = reduction.digest(subject)
                 except Exception as exc:  # noqa: BLE001
                     self._internal_error(spec, subject, exc)
+            digests.append(digest)
+        observed = ()
+        if self._digesters:
+            row_findings = findings[first:]
+            unobserved_codes = [spec.code for spec in unobserved]
+            observed = tuple(d.digest(subject, row_findings, unobserved_codes) for d in self._digesters)
+        unit.rows.append((subject.line, tuple(digests), observed))
+
+    def _internal_error(self, spec: RuleSpec, subject: Subject, exc: Exception) -> None:
+        self.unit.internal_errors += 1
+        if self._internal is not None:
+            self.unit.findings.append(_internal_finding(self._internal, spec, subject.path, subject.line, subject.rollout, subject.raw, exc))
+
+
+class Engine:
+    """The whole run: checks units of input (or takes units checked elsewhere) in input order,
+    feeds the reductions and observers, and reports at the end."""
+
+    def __init__(
+        self,
+        rules: Sequence[RuleSpec],
+        internal_error: RuleSpec | None = None,
+        observers: Sequence[RowObserver] = (),
+    ):
+        self._observers = list(observers)
+        self.checker = RowChecker(rules, internal_error, [o.digester() for o in self._observers])
+        self._reductions: list[tuple[RuleSpec, Reduction]] = [
+            (r, r.impl.reduction()) for r in rules if r.impl.reduction is not None
+        ]
+        self._internal = internal_error
+        self.result = Result(coverage={r.code: Coverage(r.name) for r in rules})
+
+    def visit(self, subject: Subject) -> None:
+        """Check one subject here and now (no shard: its line is its line)."""
+        self.checker.unit = UnitResult(subject.path)
+        self.checker.visit(subject)
+        self.absorb(self.checker.unit, 0)
+
+    def absorb(self, unit: UnitResult, lines_before: int) -> None:
+        """Take a checked unit, whose lines follow `lines_before` others of its file."""
+        result = self.result
+        result.files += unit.files
+        result.lines += unit.lines
+        result.rows += unit.row_count
+        result.internal_errors += unit.internal_errors
+        for code, (evaluated, unobserved) in unit.coverage.items():
+            entry = result.coverage[code]
+            entry.evaluated += evaluated
+            entry.unobserved += unobserved
+        if lines_before:
+            result.findings.extend(_shifted(f, unit.path, lines_before) for f in unit.findings)
+        else:
+            result.findings.extend(unit.findings)
+        for line, digests, observed in unit.rows:
+            location = Location(unit.path, line + lines_before)
+            for (spec, reduction), digest in zip(self._reductions, digests):
+                if digest is None:
+                    continue
+                try:
+                    reduction.absorb(location, digest)
+                except Exception as exc:  # noqa: BLE001
+                    self._internal_error(spec, location, exc)
+            for observer, digest in zip(self._observers, observed):
+                observer.absorb(location, digest)
 
     def finish(self) -> Result:
         for spec, reduction in self._reductions:
             try:
                 found = [
-                    self._finding(spec, location.path, location.line, rollout, None, violation)
+                    _finding(spec, location.path, location.line, rollout, None, violation)
                     for location, rollout, violation in reduction.finish()
                 ]
             except Exception as exc:  # noqa: BLE001
-                self._internal_error(spec, Subject("<run>", 0, frozenset()), exc)
+                self._internal_error(spec, Location("<run>", 0), exc)
                 continue
             self.result.coverage[spec.code].evaluated += 1
             self.result.findings.extend(found)
         self.result.findings.sort(key=Finding.sort_key)
         return self.result
 
-    # -- findings --------------------------------------------------------------------------
-
-    def _finding(
-        self,
-        spec: RuleSpec,
-        path: str,
-        line: int,
-        rollout: Rollout | None,
-        content: bytes | None,
-        violation: Violation,
-    ) -> Finding:
-        return Finding(
-            code=spec.code,
-            name=spec.name,
-            severity=finding_severity(spec, violation),
-            message=violation.message,
-            path=path,
-            line=line,
-            pointer=violation.pointer,
-            related=tuple(sorted(violation.related, key=lambda loc: (loc.path, loc.line, loc.pointer))),
-            rollout=rollout,
-            fingerprint=fingerprint(spec.code, violation.pointer, rollout, path, content),
-        )
-
-    def _internal_error(self, spec: RuleSpec, subject: Subject, exc: Exception) -> None:
+    def _internal_error(self, spec: RuleSpec, location: Location, exc: Exception) -> None:
         self.result.internal_errors += 1
-        if self._internal is None:
-            return
-        where = f"{subject.path}:{subject.line}" if subject.line else subject.path
-        message = (
-            f"rule {spec.code} {spec.name} raised {type(exc).__name__}: {exc} while checking "
-            f"{where}; this is a bug in trajlint, please report it with this row"
+        if self._internal is not None:
+            self.result.findings.append(_internal_finding(self._internal, spec, location.path, location.line, None, None, exc))
+
+
+# -- findings -------------------------------------------------------------------------------
+
+
+def _finding(
+    spec: RuleSpec,
+    path: str,
+    line: int,
+    rollout: Rollout | None,
+    content: bytes | None,
+    violation: Violation,
+) -> Finding:
+    return Finding(
+        code=spec.code,
+        name=spec.name,
+        severity=finding_severity(spec, violation),
+        message=violation.message,
+        path=path,
+        line=line,
+        pointer=violation.pointer,
+        related=tuple(sorted(violation.related, key=lambda loc: (loc.path, loc.line, loc.pointer))),
+        rollout=rollout,
+        fingerprint=fingerprint(spec.code, violation.pointer, rollout, path, content),
+    )
+
+
+def _internal_finding(
+    internal: RuleSpec, spec: RuleSpec, path: str, line: int, rollout: Rollout | None, content: bytes | None, exc: Exception
+) -> Finding:
+    # The finding's location says where; the message holds no line number, so a row checked in
+    # a shard says the same as in a whole file.
+    message = (
+        f"rule {spec.code} {spec.name} raised {type(exc).__name__}: {exc} while checking "
+        f"{'this row' if line else path}; this is a bug in trajlint, please report it with this row"
+    )
+    return _finding(internal, path, line, rollout, content, Violation("", message))
+
+
+def _shifted(finding: Finding, path: str, lines_before: int) -> Finding:
+    """`finding` of a shard of `path`, at its line in the whole file (a row rule only ever
+    cites places in its own row, or the file itself at line 0)."""
+    related = finding.related
+    if related:
+        related = tuple(
+            Location(loc.path, loc.line + lines_before, loc.pointer) if loc.line and loc.path == path else loc
+            for loc in related
         )
-        self.result.findings.append(
-            self._finding(self._internal, subject.path, subject.line, subject.rollout, subject.raw, Violation("", message))
-        )
+    return dataclasses.replace(
+        finding, line=finding.line + lines_before if finding.line else 0, related=related
+    )
 
 
 def finding_severity(spec: RuleSpec, violation: Violation) -> str:
@@ -239,20 +364,27 @@ def row_subject(path: str, number: int, raw: bytes) -> Subject:
     )
 
 
+def unit_subjects(unit: Source | Unreadable, max_row_bytes: int, tally: LineTally | None = None) -> Iterator[Subject]:
+    """What the rules look at in one unit of input: the file (unless the unit is a later shard
+    of it), then each of its lines."""
+    if isinstance(unit, Unreadable):
+        yield Subject(unit.path, unit.line, _FILE, problem=unit)
+        return
+    if unit.first_shard:
+        yield Subject(unit.path, 0, _FILE)
+    for item in unit.lines(max_row_bytes, tally):
+        if isinstance(item, Line):
+            yield row_subject(item.path, item.number, item.raw)
+        elif isinstance(item, OversizedLine):
+            yield Subject(item.path, item.number, _LINE, problem=item)
+        else:
+            yield Subject(item.path, item.line, _FILE, problem=item)
+
+
 def subjects(sources: Iterable[Source | Unreadable], max_row_bytes: int) -> Iterator[Subject]:
     """Everything the rules look at, in input order: each file, then each of its lines."""
     for source in sources:
-        if isinstance(source, Unreadable):
-            yield Subject(source.path, source.line, _FILE, problem=source)
-            continue
-        yield Subject(source.path, 0, _FILE)
-        for item in source.lines(max_row_bytes):
-            if isinstance(item, Line):
-                yield row_subject(item.path, item.number, item.raw)
-            elif isinstance(item, OversizedLine):
-                yield Subject(item.path, item.number, _LINE, problem=item)
-            else:
-                yield Subject(item.path, item.line, _FILE, problem=item)
+        yield from unit_subjects(source, max_row_bytes)
 
 
 def run(
@@ -261,20 +393,24 @@ def run(
     *,
     max_row_bytes: int,
     observers: Sequence[RowObserver] = (),
+    jobs: int = 1,
 ) -> Result:
-    """Check everything `sources` yields; `observers` see each row's findings as it is done."""
+    """Check everything `sources` yields; `observers` see each row's findings.
+
+    Files are cut into shards (`read.shards`) and checked by `jobs` processes; the result is
+    the same for every number of jobs, down to the order of findings.
+    """
+    from trajlint.check import parallel
+
     internal = next((r for r in rules.values() if r.name == INTERNAL_ERROR), None)
     engine = Engine([r for r in rules.values() if r.impl.check or r.impl.reduction], internal, observers)
     if internal is not None:
         engine.result.coverage[internal.code] = Coverage(internal.name)
-    result = engine.result
-    for subject in subjects(sources, max_row_bytes):
-        if subject.evidence is _FILE:
-            if subject.problem is None:
-                result.files += 1
-        else:
-            result.lines += 1
-            if "row" in subject.evidence:
-                result.rows += 1
-        engine.visit(subject)
+    units = [unit for source in sources for unit in (shards(source) if isinstance(source, Source) else [source])]
+    path, lines_before = None, 0
+    for unit, checked in parallel.check_units(engine.checker, units, max_row_bytes, jobs):
+        if unit.path != path or isinstance(unit, Unreadable) or unit.first_shard:
+            path, lines_before = unit.path, 0
+        engine.absorb(checked, lines_before)
+        lines_before += checked.physical_lines
     return engine.finish()

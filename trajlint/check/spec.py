@@ -92,20 +92,38 @@ RowCheck = Callable[[Subject], Iterable[Violation]]
 
 
 class Reduction(Protocol):
-    """A run-level rule: sees each subject once, keeps a small digest, reports at the end."""
+    """A run-level rule: keeps a small digest of every row and reports at the end of the run.
 
-    def observe(self, subject: Subject) -> None: ...
+    It works in two halves so that rows can be checked in parallel. `digest` sees the row where
+    it is checked (perhaps a worker process, with an instance of its own) and returns a small
+    picklable summary that holds no line number; `absorb` receives those summaries in input
+    order, with the row's location, in the one instance that reports.
+    """
+
+    def digest(self, subject: Subject) -> Any: ...
+
+    def absorb(self, location: Location, digest: Any) -> None: ...
 
     def finish(self) -> Iterable[tuple[Location, Rollout | None, Violation]]: ...
+
+
+class RowDigester(Protocol):
+    """The half of a `RowObserver` that sees each row where it is checked; must pickle."""
+
+    def digest(self, subject: Subject, findings: list[Finding], unobserved: list[str]) -> Any: ...
 
 
 class RowObserver(Protocol):
     """Sees every row once its rules have run: its findings and the rules it left unobserved.
 
     For run-level views that need a row's outcome rather than its evidence (health verdicts).
+    Split like a `Reduction`: `digester().digest(...)` where the row is checked, `absorb` in
+    input order where the run is reported.
     """
 
-    def row_done(self, subject: Subject, findings: list[Finding], unobserved: list[str]) -> None: ...
+    def digester(self) -> RowDigester: ...
+
+    def absorb(self, location: Location, digest: Any) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

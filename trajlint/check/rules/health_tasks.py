@@ -9,6 +9,7 @@ row, not the findings the selected rules made of it.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from trajlint import repeats
 from trajlint.check.spec import Subject, Violation, run_rule
@@ -24,21 +25,32 @@ class _TaskRule:
     def __init__(self) -> None:
         self.by_task = repeats.TaskRepeats()
 
-    def observe(self, subject: Subject) -> None:
+    def digest(self, subject: Subject) -> tuple[Any, ...]:
         row = subject.row
-        task = repeats.task_index(row)
-        if task is None:  # NeMo Gym counts such a row as a task of its own
-            task = ("row", subject.path, subject.line)
         verdict, digest = view_verdict(subject)
-        self.by_task.add(
-            task,
+        return (
+            repeats.task_index(row),
             repeats.rollout_index(row),
             verdict,
-            stage=repeats.stage_index(row),
-            first=subject.location(),
-            rollout=subject.rollout,
-            policy_calls_observed=digest.policy_calls_observed,
-            successful=digest.successful_turn_calls > 0,
+            repeats.stage_index(row),
+            subject.rollout,
+            digest.policy_calls_observed,
+            digest.successful_turn_calls > 0,
+        )
+
+    def absorb(self, location: Location, digest: tuple[Any, ...]) -> None:
+        task, index, verdict, stage, rollout, policy_calls_observed, successful = digest
+        if task is None:  # NeMo Gym counts such a row as a task of its own
+            task = ("row", location.path, location.line)
+        self.by_task.add(
+            task,
+            index,
+            verdict,
+            stage=stage,
+            first=location,
+            rollout=rollout,
+            policy_calls_observed=policy_calls_observed,
+            successful=successful,
         )
 
     def finish(self) -> Iterator[tuple[Location, Rollout | None, Violation]]:

@@ -26,12 +26,12 @@ class DuplicateRolloutIdentity:
         self._first: dict[tuple[Rollout, Any], tuple[str, int]] = {}
         self._repeated: dict[tuple[Rollout, Any], list[tuple[str, int]]] = {}
 
-    def observe(self, subject: Subject) -> None:
+    def digest(self, subject: Subject) -> tuple[Rollout, Any] | None:
         rollout = subject.rollout
-        if rollout is None:
-            return
-        key = (rollout, _stage(subject.row.get("stage_index")))
-        place = (subject.path, subject.line)
+        return None if rollout is None else (rollout, _stage(subject.row.get("stage_index")))
+
+    def absorb(self, location: Location, key: tuple[Rollout, Any]) -> None:
+        place = (location.path, location.line)
         first = self._first.setdefault(key, place)
         if first is not place:
             self._repeated.setdefault(key, [first]).append(place)

@@ -1,0 +1,172 @@
+"""`--jobs`: files cut into shards and checked in worker processes give the report of one process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from trajlint import read
+from trajlint.check import parallel
+from trajlint.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# -- shards ------------------------------------------------------------------------------------
+
+
+def _lines_of(path: str, shard_bytes: int, max_row_bytes: int = read.DEFAULT_MAX_ROW_BYTES) -> list[tuple]:
+    """Every item the shards yield, at its line in the whole file."""
+    out: list[tuple] = []
+    before = 0
+    for shard in read.shards(read.Source(path), shard_bytes):
+        tally = read.LineTally()
+        for item in shard.lines(max_row_bytes, tally):
+            number = item.number if not isinstance(item, read.Unreadable) else item.line
+            out.append((type(item).__name__, number + before, getattr(item, "raw", getattr(item, "size", None))))
+        before += tally.lines
+    return out
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"a":1}\n\n{"b":2}\r\n   \n{"c":3}',  # blank lines, CRLF, no final newline
+        b'{"a":1}\n' * 40,
+        b"\n\n\n" + b'{"long":"' + b"x" * 500 + b'"}\n' + b'{"a":1}\n' * 5 + b"\n",
+        b'{"a":1}\n' + b"y" * 2000 + b"\n" + b'{"b":2}\n',  # one line spans many shards
+        b"",
+        b"\n",
+    ],
+)
+@pytest.mark.parametrize("shard_bytes", [1, 7, 64, 300, 10_000])
+@pytest.mark.parametrize("max_row_bytes", [100, read.DEFAULT_MAX_ROW_BYTES])
+def test_shards_yield_the_lines_of_the_whole_file(tmp_path, content, shard_bytes, max_row_bytes):
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(content)
+    whole = _lines_of(str(path), 10**9, max_row_bytes)
+    assert _lines_of(str(path), shard_bytes, max_row_bytes) == whole
+    if len(content) >= 2 * shard_bytes and content.count(b"\n") > 1:
+        assert len(read.shards(read.Source(str(path)), shard_bytes)) > 1
+
+
+def test_shards_start_at_line_starts_and_cover_the_file(tmp_path):
+    content = b"".join(b'{"n":%d,"pad":"%s"}\n' % (i, b"p" * (i % 37)) for i in range(500))
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(content)
+    parts = read.shards(read.Source(str(path)), 1000)
+    assert parts[0].span[0] == 0 and parts[-1].span[1] is None
+    for a, b in zip(parts, parts[1:]):
+        assert a.span[1] == b.span[0] and content[b.span[0] - 1 : b.span[0]] == b"\n"
+    assert [p.first_shard for p in parts] == [True] + [False] * (len(parts) - 1)
+
+
+def test_only_plain_files_on_disk_are_cut(tmp_path):
+    for name in ("rows.jsonl.gz", "row.json"):
+        path = tmp_path / name
+        path.write_bytes(b"x" * 5000)
+        assert len(read.shards(read.Source(str(path)), 100)) == 1
+    assert read.shards(read.Source("-", stream=open(os.devnull, "rb")), 1)[0].span is None
+    assert read.shards(read.Source(str(tmp_path / "missing.jsonl")), 1)[0].span is None
+
+
+# -- the report does not depend on --jobs ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    """Generated rollouts with defects, plus lines that test the seams between shards."""
+    root = tmp_path_factory.mktemp("jobs")
+    generated = root / "generated.jsonl"
+    subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "generate.py"), "--rows", "160", "--defects", "0.15",
+         "--payload-kb", "4", "--seed", "3", "-o", str(generated)],
+        check=True, capture_output=True,
+    )
+    lines = generated.read_bytes().splitlines(keepends=True)
+    first_row = next(line for line in lines if line.startswith(b'{"_ng_task_index"'))
+    extra = [
+        b"\n",
+        b"   \n",
+        b"{not json\n",
+        b"[1, 2]\n",
+        first_row,  # the same rollout as a row in the first shard: a duplicate across shards
+        orjson.dumps({"responses_create_params": {"input": "no task index"}}) + b"\n",
+        b'{"big": "' + b"z" * 400_000 + b'"}\n',  # over --max-row-bytes below
+    ]
+    rows = root / "rows.jsonl"
+    rows.write_bytes(b"".join(lines[:80] + extra + lines[80:]) + b'{"_ng_task_index": 7}')
+    (root / "second.jsonl").write_bytes(b"".join(lines[::-1][:40]))
+    return root
+
+
+def _run(args: list[str], monkeypatch, *, shard_bytes: int, min_bytes: int = 0) -> tuple[int, bytes]:
+    monkeypatch.setattr(read, "SHARD_BYTES", shard_bytes)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", min_bytes)
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    return result.exit_code, result.stdout_bytes
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif", "full", "junit", "github", "jsonl"])
+def test_jobs_give_byte_identical_reports(corpus, monkeypatch, fmt):
+    args = ["check", "--isolated", "--max-row-bytes", "300000", "--output-format", fmt, str(corpus)]
+    one_process = _run([*args, "--jobs", "1"], monkeypatch, shard_bytes=10**9)
+    assert one_process[0] == 1 and one_process[1]
+    for jobs in ("1", "2", "3"):
+        assert _run([*args, "--jobs", jobs], monkeypatch, shard_bytes=50_000) == one_process, jobs
+
+
+def test_health_report_does_not_depend_on_jobs(corpus, monkeypatch, tmp_path):
+    reports = []
+    for jobs, shard_bytes in (("1", 10**9), ("2", 40_000)):
+        out = tmp_path / f"health-{jobs}"
+        _run(["check", "--isolated", "-q", "--health-report", str(out), "--jobs", jobs, str(corpus)],
+             monkeypatch, shard_bytes=shard_bytes)
+        reports.append({name: (out / name).read_bytes() for name in ("quality_summary.json", "rollout_verdicts.jsonl")})
+    assert reports[0] == reports[1]
+
+
+def test_workers_are_used_when_the_input_is_large_enough(corpus, monkeypatch):
+    pools = []
+    real = parallel._context
+
+    class Recording:
+        def __init__(self, context):
+            self._context = context
+
+        def Pool(self, *args, **kwargs):  # noqa: N802 - multiprocessing's name
+            pools.append(args[0])
+            return self._context.Pool(*args, **kwargs)
+
+    monkeypatch.setattr(parallel, "_context", lambda: Recording(real()))
+    args = ["check", "--isolated", "-q", str(corpus / "rows.jsonl")]
+    _run([*args, "--jobs", "2"], monkeypatch, shard_bytes=50_000)
+    assert pools == [2]
+    _run([*args, "--jobs", "2"], monkeypatch, shard_bytes=50_000, min_bytes=10**9)  # too small to be worth it
+    _run([*args, "--jobs", "1"], monkeypatch, shard_bytes=50_000)
+    assert pools == [2]
+
+
+def test_standard_input_is_checked_in_its_turn(corpus, monkeypatch):
+    data = (corpus / "second.jsonl").read_bytes()
+    args = ["check", "--isolated", "--output-format", "json", str(corpus / "rows.jsonl"), "-", str(corpus / "second.jsonl")]
+    monkeypatch.setattr(read, "SHARD_BYTES", 10**9)
+    single = CliRunner().invoke(main, [*args, "--jobs", "1"], input=data)
+    monkeypatch.setattr(read, "SHARD_BYTES", 50_000)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    sharded = CliRunner().invoke(main, [*args, "--jobs", "2"], input=data)
+    assert single.exit_code == sharded.exit_code == 1
+    assert single.stdout_bytes == sharded.stdout_bytes
+
+
+def test_jobs_setting(tmp_path):
+    (tmp_path / "trajlint.toml").write_text("jobs = -1\n")
+    result = CliRunner().invoke(main, ["check", "--config", str(tmp_path / "trajlint.toml"), str(tmp_path)])
+    assert result.exit_code == 2 and "jobs" in result.output
+    assert parallel.usable_cores() >= 1

@@ -1,0 +1,96 @@
+"""Checking units of input in worker processes, handing the results back in input order.
+
+A unit is a file or a shard of one (`trajlint.read.shards`). Workers run the row half of the
+run (`RowChecker`) and return each unit's findings and digests; the parent absorbs them in input
+order, so a run gives the same report whatever the number of jobs. Standard input cannot be
+handed to another process: its unit is checked in the parent, in its turn.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from trajlint.read import Source, Unreadable
+
+if TYPE_CHECKING:
+    from trajlint.check.engine import RowChecker, UnitResult
+
+Unit = Source | Unreadable
+
+# Below this much input, starting workers costs more than it saves (forking, and the parent
+# waiting for the slowest unit); the run then stays in one process whatever --jobs says.
+PARALLEL_MIN_BYTES = 8 * 1024 * 1024
+# A compressed file is one unit and its bytes on disk understate the work by about this much.
+_COMPRESSION_RATIO = 5
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, where the system tells)."""
+    if hasattr(os, "process_cpu_count"):  # Python 3.13+
+        return os.process_cpu_count() or 1
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+def check_units(
+    checker: RowChecker, units: Sequence[Unit], max_row_bytes: int, jobs: int
+) -> Iterator[tuple[Unit, UnitResult]]:
+    """(unit, its result) for every unit, in the order given."""
+    portable = [u for u in units if not (isinstance(u, Source) and u.stream is not None)]
+    workers = min(jobs, len(portable))
+    if workers < 2 or _work_bytes(portable) < PARALLEL_MIN_BYTES:
+        for unit in units:
+            yield unit, checker.check_unit(unit, max_row_bytes)
+        return
+    context = _context()
+    with context.Pool(workers, initializer=_start_worker, initargs=(checker, max_row_bytes)) as pool:
+        checked = pool.imap(_check_in_worker, portable, chunksize=1)
+        for unit in units:
+            if isinstance(unit, Source) and unit.stream is not None:
+                yield unit, checker.check_unit(unit, max_row_bytes)
+            else:
+                yield unit, next(checked)
+
+
+def _work_bytes(units: Sequence[Unit]) -> int:
+    total = 0
+    for unit in units:
+        if not isinstance(unit, Source):
+            continue
+        if unit.span is not None and unit.span[1] is not None:
+            total += unit.span[1] - unit.span[0]
+            continue
+        try:
+            size = os.stat(unit.path).st_size - (unit.span[0] if unit.span else 0)
+        except OSError:
+            continue
+        total += size * (_COMPRESSION_RATIO if unit.compression else 1)
+    return total
+
+
+def _context() -> Any:
+    # fork starts a worker in milliseconds with the rules already loaded; where the platform
+    # has no fork, the checker is pickled to each worker instead. Imported here: a run that
+    # stays in one process (a pre-commit hook on a few rows) does not pay for it.
+    import multiprocessing
+
+    if "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context()
+
+
+_worker: tuple[RowChecker, int] | None = None
+
+
+def _start_worker(checker: RowChecker, max_row_bytes: int) -> None:
+    global _worker
+    _worker = (checker, max_row_bytes)
+
+
+def _check_in_worker(unit: Unit) -> UnitResult:
+    assert _worker is not None, "the pool starts every worker with _start_worker"
+    checker, max_row_bytes = _worker
+    return checker.check_unit(unit, max_row_bytes)
