@@ -126,6 +126,8 @@ class RowChecker:
         self._digesters = list(digesters)
         self._internal = internal_error
         self._plans: dict[frozenset[str], tuple[list[RuleSpec], list[RuleSpec]]] = {}
+        # How many subjects each plan served: coverage is counted per plan, not per rule and row.
+        self._uses: dict[frozenset[str], int] = {}
         self.unit = UnitResult("")
 
     def _plan(self, evidence: frozenset[str]) -> tuple[list[RuleSpec], list[RuleSpec]]:
@@ -144,28 +146,40 @@ class RowChecker:
         return plan
 
     def check_unit(self, unit: Source | Unreadable, max_row_bytes: int) -> UnitResult:
-        self.unit = UnitResult(unit.path)
+        self.start_unit(unit.path)
         tally = LineTally()
         for subject in unit_subjects(unit, max_row_bytes, tally):
             self.visit(subject)
         self.unit.physical_lines = tally.lines
+        return self.end_unit()
+
+    def start_unit(self, path: str) -> None:
+        self.unit = UnitResult(path)
+        self._uses = {}
+
+    def end_unit(self) -> UnitResult:
+        coverage = self.unit.coverage
+        for evidence, uses in self._uses.items():
+            applicable, unobserved = self._plans[evidence]
+            for spec in applicable:
+                coverage.setdefault(spec.code, [0, 0])[0] += uses
+            for spec in unobserved:
+                coverage.setdefault(spec.code, [0, 0])[1] += uses
         return self.unit
 
     def visit(self, subject: Subject) -> None:
         unit = self.unit
-        coverage = unit.coverage
-        if subject.evidence is _FILE:
+        evidence = subject.evidence
+        if evidence is _FILE:
             unit.files += subject.problem is None
         else:
             unit.lines += 1
-            unit.row_count += "row" in subject.evidence
-        applicable, unobserved = self._plan(subject.evidence)
-        for spec in unobserved:
-            coverage.setdefault(spec.code, [0, 0])[1] += 1
+            unit.row_count += "row" in evidence
+        applicable, unobserved = self._plan(evidence)
+        self._uses[evidence] = self._uses.get(evidence, 0) + 1
         findings = unit.findings
         first = len(findings)
         for spec in applicable:
-            coverage.setdefault(spec.code, [0, 0])[0] += 1
             try:
                 found = [
                     _finding(spec, subject.path, subject.line, subject.rollout, subject.raw, violation)
@@ -219,9 +233,9 @@ class Engine:
 
     def visit(self, subject: Subject) -> None:
         """Check one subject here and now (no shard: its line is its line)."""
-        self.checker.unit = UnitResult(subject.path)
+        self.checker.start_unit(subject.path)
         self.checker.visit(subject)
-        self.absorb(self.checker.unit, 0)
+        self.absorb(self.checker.end_unit(), 0)
 
     def absorb(self, unit: UnitResult, lines_before: int) -> None:
         """Take a checked unit, whose lines follow `lines_before` others of its file."""
