@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -58,7 +59,12 @@ class DuplicateRolloutIdentity:
 
 def _stage(value: Any) -> Any:
     """A stage as a grouping key (a stage that is not a number or a string stands for itself)."""
-    return hashable(value)
+    key = hashable(value)
+    if isinstance(key, tuple):
+        # Too deep to compare: equal only to itself. The key travels from a worker to the
+        # reporting process, where an object's id could name another row's stage.
+        return ("too deep to compare", uuid.uuid4().hex)
+    return key
 
 
 def _stage_text(stage: Any) -> str:
