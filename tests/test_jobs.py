@@ -170,3 +170,10 @@ def test_jobs_setting(tmp_path):
     result = CliRunner().invoke(main, ["check", "--config", str(tmp_path / "trajlint.toml"), str(tmp_path)])
     assert result.exit_code == 2 and "jobs" in result.output
     assert parallel.usable_cores() >= 1
+
+
+@pytest.mark.parametrize("shard_bytes", [64, 1000])
+def test_hostile_files_cut_into_tiny_shards_give_the_same_report(monkeypatch, shard_bytes):
+    args = ["check", "--isolated", "--output-format", "json", "--max-row-bytes", "5000", str(ROOT / "tests" / "data" / "hostile")]
+    whole = _run([*args, "--jobs", "1"], monkeypatch, shard_bytes=10**9)
+    assert _run([*args, "--jobs", "2"], monkeypatch, shard_bytes=shard_bytes) == whole
