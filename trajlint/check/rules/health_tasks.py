@@ -27,7 +27,7 @@ class _TaskRule:
 
     def digest(self, subject: Subject) -> tuple[Any, ...]:
         row = subject.row
-        verdict, digest = view_verdict(subject)
+        verdict, digest = subject.memo("health-verdict", view_verdict)  # both task rules need it
         return (
             repeats.task_index(row),
             repeats.rollout_index(row),
