@@ -7,16 +7,22 @@ from typing import Any
 
 
 def escape(token: str | int) -> str:
-    return str(token).replace("~", "~0").replace("/", "~1")
+    text = str(token)
+    # Most tokens are plain keys and indices: testing first is cheaper than two replaces.
+    if "~" in text or "/" in text:
+        return text.replace("~", "~0").replace("/", "~1")
+    return text
 
 
 def pointer(parts: Iterable[str | int]) -> str:
     """The pointer for a path of object keys and array indices ("" is the whole document)."""
-    return "".join("/" + escape(p) for p in parts)
+    return child("", *parts)
 
 
 def child(base: str, *parts: str | int) -> str:
-    return base + "".join("/" + escape(p) for p in parts)
+    for part in parts:
+        base = f"{base}/{escape(part)}"
+    return base
 
 
 def unescape(token: str) -> str:

@@ -44,6 +44,10 @@ from trajlint.findings import Rollout
 from trajlint.pointer import child
 
 SCHEMA_VERSION = "1.0"
+# Where the stated trajectory's lists stand; the build's other pointers extend the pointers
+# of items (which end in an index) by plain field names, so none needs escaping.
+_STATED_INVOCATIONS = child("", STATED, "invocations")
+_STATED_TURNS = child("", STATED, "turns")
 # Gaps the join writes; a re-join replaces them, which is what makes it idempotent.
 _JOIN_GAP_CODES = frozenset(
     {"model_call_reference_ambiguous", "model_call_reference_conflict", "model_call_reference_unmatched"}
@@ -255,11 +259,12 @@ class _Builder:
             )
         return entries
 
-    def claim(self, ledger: Ledger, index: CallIndex, ref: Any, claim: Claim) -> list[CallEntry]:
+    def claim(
+        self, ledger: Ledger, index: CallIndex, ref: Any, kind: str, owner: str | None, pointer: str, valid: bool = True
+    ) -> list[CallEntry]:
         key = ref_key(ref)
-        names_id = key is not None and key[0] is not None
-        claim = Claim(claim.kind, claim.owner, claim.pointer, claim.valid, names_id)
-        matches = index.match(ref)
+        claim = Claim(kind, owner, pointer, valid, key is not None and key[0] is not None)
+        matches = index.match_key(key)
         if matches is None:
             ledger.unresolved.append(Unresolved(claim, ref, (), "unjoinable"))
             return []
@@ -279,14 +284,14 @@ class _Builder:
         def agent_claims(owner: Any, refs: Any, base: str, valid: bool) -> None:
             owner = owner if isinstance(owner, str) else None
             for j, ref in enumerate(refs if isinstance(refs, list) else []):
-                self.claim(ledger, index, ref, Claim(AGENT, owner, child(base, "model_calls", j), valid))
+                self.claim(ledger, index, ref, AGENT, owner, f"{base}/model_calls/{j}", valid)
             # NeMo Gym's session auto-ownership: a call whose client session names this invocation.
             for position, raw in enumerate(self.capture_of):
                 if raw is None or owner is None or raw.get("client_session_id") != owner:
                     continue
                 entry = by_id.get(raw.get("model_call_id")) if isinstance(raw.get("model_call_id"), str) else None
                 if entry is not None and entry.index == position:
-                    pointer = child(self.locations[position][-1], "client_session_id")
+                    pointer = f"{self.locations[position][-1]}/client_session_id"
                     entry.claims.append(Claim(SESSION, owner, pointer, valid, True))
 
         stated = self.row.get(STATED) if self.ev.stated else None
@@ -294,7 +299,7 @@ class _Builder:
         if stated is not None:
             for i, inv in enumerate(_list(stated.get("invocations"))):
                 if isinstance(inv, dict):
-                    base = child("", STATED, "invocations", i)
+                    base = f"{_STATED_INVOCATIONS}/{i}"
                     agent_claims(inv.get("invocation_id"), inv.get("model_calls"), base, id(inv) in stated_valid)
         for item in self.ev.record_claims:
             data = item.data
@@ -305,19 +310,19 @@ class _Builder:
             elif kind == "context_compaction":
                 owner = data.get("invocation_id") if isinstance(data.get("invocation_id"), str) else None
                 for j, ref in enumerate(data.get("model_calls") if isinstance(data.get("model_calls"), list) else []):
-                    self.claim(ledger, index, ref, Claim(COMPACTION, owner, child(item.pointer, "model_calls", j), valid))
+                    self.claim(ledger, index, ref, COMPACTION, owner, f"{item.pointer}/model_calls/{j}", valid)
                 for name, kind_ in (("before_model_call", COMPACTION_BEFORE), ("after_model_call", COMPACTION_AFTER)):
                     if data.get(name) is not None:
-                        self.claim(ledger, index, data[name], Claim(kind_, owner, child(item.pointer, name), valid))
+                        self.claim(ledger, index, data[name], kind_, owner, f"{item.pointer}/{name}", valid)
         for item in self.ev.verifiers:
             owner = item.data.get("invocation_id") if isinstance(item.data.get("invocation_id"), str) else None
             refs = item.data.get("model_calls")
             for j, ref in enumerate(refs if isinstance(refs, list) else []):
-                self.claim(ledger, index, ref, Claim(VERIFIER, owner, child(item.pointer, "model_calls", j)))
+                self.claim(ledger, index, ref, VERIFIER, owner, f"{item.pointer}/model_calls/{j}")
         for position, raw in enumerate(self.capture_of):
             verifier = raw.get("verifier_invocation_id") if raw is not None else None
             if isinstance(verifier, str) and verifier:
-                pointer = child(self.locations[position][-1], "verifier_invocation_id")
+                pointer = f"{self.locations[position][-1]}/verifier_invocation_id"
                 ledger.calls[position].claims.append(Claim(VERIFIER, verifier, pointer))
         if stated is not None:
             for t, turn in enumerate(_list(stated.get("turns"))):
@@ -326,8 +331,8 @@ class _Builder:
                 owner = turn.get("invocation_id") if isinstance(turn.get("invocation_id"), str) else None
                 refs = turn.get("model_calls")
                 for j, ref in enumerate(refs if isinstance(refs, list) else []):
-                    pointer = child("", STATED, "turns", t, "model_calls", j)
-                    self.claim(ledger, index, ref, Claim(TURN, owner, pointer, id(turn) in stated_valid))
+                    pointer = f"{_STATED_TURNS}/{t}/model_calls/{j}"
+                    self.claim(ledger, index, ref, TURN, owner, pointer, id(turn) in stated_valid)
         return ledger
 
     # -- the join (contract §6.2), for rows whose capture and observations meet here ------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from trajlint import validation
 from trajlint.pointer import child
@@ -32,8 +32,9 @@ _RECORD = "agent-observations.schema.json#/properties/records/items"
 _VERIFIER = "verifier-invocations.schema.json#/$defs/VerifierInvocation"
 
 
-@dataclass(frozen=True, slots=True)
-class Item:
+class Item(NamedTuple):
+    # A named tuple, not a frozen dataclass: a row holds dozens of items and a frozen
+    # dataclass costs twice as much to make.
     pointer: str
     data: dict[str, Any]
 
@@ -65,10 +66,11 @@ def _valid(ref: str, value: Any) -> bool:
 def _items(base: str, values: Any, ref: str | None, whole_valid: bool, excluded: list[str]) -> list[Item]:
     if not isinstance(values, list):
         return []
+    valid = None if whole_valid or ref is None else validation.part_checker(ref).is_valid
     kept = []
     for index, value in enumerate(values):
-        ptr = child(base, index)
-        if isinstance(value, dict) and (whole_valid or ref is None or _valid(ref, value)):
+        ptr = f"{base}/{index}"  # bases are constant pointers; an index needs no escaping
+        if isinstance(value, dict) and (valid is None or valid(value)):
             kept.append(Item(ptr, value))
         else:
             excluded.append(ptr)
@@ -113,6 +115,14 @@ def _bundle_invariants_hold(records: list[Item]) -> bool:
     return True
 
 
+_STATED_BASES = {part: child("", STATED, part) for part in _PARTS}
+_RECORDS = child("", OBSERVATIONS, "records")
+_OBSERVATION_GAPS = child("", OBSERVATIONS, "gaps")
+_CAPTURE_CALLS = child("", CAPTURE, "calls")
+_CAPTURE_GAPS = child("", CAPTURE, "gaps")
+_VERIFIERS = child("", VERIFIERS)
+
+
 def read(row: dict[str, Any]) -> Evidence:
     ev = Evidence()
     excluded = ev.excluded
@@ -124,34 +134,36 @@ def read(row: dict[str, Any]) -> Evidence:
         ev.stated_valid = whole and _record_invariants_hold(stated)
         ev.stated_ids = (stated.get("task_id"), stated.get("rollout_id"))
         for part, ref in _PARTS.items():
-            ev.stated_parts[part] = _items(child("", STATED, part), stated.get(part), ref, whole, excluded)
+            ev.stated_parts[part] = _items(_STATED_BASES[part], stated.get(part), ref, whole, excluded)
 
     bundle = row.get(OBSERVATIONS)
     if isinstance(bundle, dict):
         ev.observations = True
         whole = validation.checker("agent-observations").is_valid(bundle)
-        base = child("", OBSERVATIONS, "records")
         records = bundle.get("records")
         if isinstance(records, list):
-            ev.record_claims = [Item(child(base, i), r) for i, r in enumerate(records) if isinstance(r, dict)]
-        ev.records = _items(base, records, _RECORD, whole, excluded)
+            ev.record_claims = [Item(f"{_RECORDS}/{i}", r) for i, r in enumerate(records) if isinstance(r, dict)]
+            if whole and len(ev.record_claims) == len(records):
+                ev.records = ev.record_claims  # what `_items` would keep: every record, none excluded
+            else:
+                ev.records = _items(_RECORDS, records, _RECORD, whole, excluded)
         ev.observations_valid = whole and _bundle_invariants_hold(ev.records)
-        ev.observation_gaps = _items(child("", OBSERVATIONS, "gaps"), bundle.get("gaps"), _GAP, whole, excluded)
+        ev.observation_gaps = _items(_OBSERVATION_GAPS, bundle.get("gaps"), _GAP, whole, excluded)
 
     capture = row.get(CAPTURE)
     if isinstance(capture, dict):
-        ev.capture_calls = _items(child("", CAPTURE, "calls"), capture.get("calls"), None, True, excluded)
+        ev.capture_calls = _items(_CAPTURE_CALLS, capture.get("calls"), None, True, excluded)
         gaps = capture.get("gaps")
         if isinstance(gaps, list):
             for index, gap in enumerate(gaps):
                 if isinstance(gap, dict) and _valid(_GAP, gap):
-                    ev.capture_gaps.append(Item(child("", CAPTURE, "gaps", index), gap))
+                    ev.capture_gaps.append(Item(f"{_CAPTURE_GAPS}/{index}", gap))
                 elif isinstance(gap, dict):
                     # NeMo Gym keeps a trace of it as `model_call_capture_gap_invalid`.
                     ev.invalid_capture_gaps += 1
-                    excluded.append(child("", CAPTURE, "gaps", index))
+                    excluded.append(f"{_CAPTURE_GAPS}/{index}")
 
     verifiers = row.get(VERIFIERS)
     if isinstance(verifiers, list):
-        ev.verifiers = [Item(child("", VERIFIERS, i), v) for i, v in enumerate(verifiers) if isinstance(v, dict)]
+        ev.verifiers = [Item(f"{_VERIFIERS}/{i}", v) for i, v in enumerate(verifiers) if isinstance(v, dict)]
     return ev

@@ -159,7 +159,10 @@ class CallIndex:
 
     def match(self, ref: Any) -> list[CallEntry] | None:
         """The matching calls, or None when the reference can never match (not joinable)."""
-        key = ref_key(ref)
+        return self.match_key(ref_key(ref))
+
+    def match_key(self, key: tuple[str | None, tuple[str, str] | None, str | None] | None) -> list[CallEntry] | None:
+        """`match` for a reference whose `ref_key` the caller already has."""
         if key is None:
             return None
         call_id, model_ref, response_id = key

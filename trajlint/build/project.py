@@ -66,23 +66,6 @@ def _response_source(value: Any) -> str | None:
     return value if value in ("upstream", "local") else None
 
 
-_METADATA_GUARDS = {
-    "response_id": _string,
-    "model_ref": _model_ref,
-    "model": _string,
-    "dialect": _string,
-    "status_code": _int,
-    "response_status": _string,
-    "finish_reason": _string,
-    "upstream_attempted": _bool,
-    "response_source": _response_source,
-    "upstream_status_code": _int,
-    "local_response_reason": _string,
-    "error_category": _string,
-    "latency_ttft_ms": lambda v: _number(v, nonnegative=True),
-}
-
-
 def empty_metadata() -> dict[str, Any]:
     return dict.fromkeys(METADATA_KEYS)
 
@@ -93,20 +76,40 @@ def empty_token_stats() -> dict[str, Any]:
 
 def project_call(call: dict[str, Any]) -> dict[str, Any]:
     """The `TrajectoryModelCall` a captured call projects to (all keys present, nulls included)."""
-    metadata = {key: guard(call.get(key)) for key, guard in _METADATA_GUARDS.items()}
-    request = call.get("request")
-    response = call.get("response")
-    if metadata["response_status"] is None and isinstance(response, dict):
-        metadata["response_status"] = _string(response.get("status"))
+    # Spelled out, key by key in METADATA_KEYS order, rather than a loop over a table of guards:
+    # this runs for every captured call of every row.
+    get = call.get
+    request = get("request")
+    response = get("response")
+    response_status = get("response_status")
+    if not isinstance(response_status, str):
+        response_status = response.get("status") if isinstance(response, dict) else None
+        if not isinstance(response_status, str):
+            response_status = None
+    metadata = {
+        "response_id": _string(get("response_id")),
+        "model_ref": _model_ref(get("model_ref")),
+        "model": _string(get("model")),
+        "dialect": _string(get("dialect")),
+        "status_code": _int(get("status_code")),
+        "response_status": response_status,
+        "finish_reason": _string(get("finish_reason")),
+        "upstream_attempted": _bool(get("upstream_attempted")),
+        "response_source": _response_source(get("response_source")),
+        "upstream_status_code": _int(get("upstream_status_code")),
+        "local_response_reason": _string(get("local_response_reason")),
+        "error_category": _string(get("error_category")),
+        "latency_ttft_ms": _number(get("latency_ttft_ms"), nonnegative=True),
+    }
     return {
-        "model_call_id": _string(call.get("model_call_id")),
-        "started_at": _number(call.get("started_at")),
-        "completed_at": _number(call.get("completed_at")),
-        "duration_ms": _number(call.get("latency_total_ms"), nonnegative=True),
-        "request": request if request is not None else call.get("request_raw"),
-        "response": response if response is not None else call.get("response_raw"),
+        "model_call_id": _string(get("model_call_id")),
+        "started_at": _number(get("started_at")),
+        "completed_at": _number(get("completed_at")),
+        "duration_ms": _number(get("latency_total_ms"), nonnegative=True),
+        "request": request if request is not None else get("request_raw"),
+        "response": response if response is not None else get("response_raw"),
         "response_metadata": metadata,
-        "token_stats": {name: nonnegative_int(call.get(source)) for name, source in TOKEN_SOURCES},
+        "token_stats": {name: nonnegative_int(get(source)) for name, source in TOKEN_SOURCES},
     }
 
 
