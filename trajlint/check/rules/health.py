@@ -194,7 +194,7 @@ class GapPointers:
         for pointer, item in walk.gaps(view.row):
             self._gaps.setdefault(_gap_key(item.get("code"), item.get("invocation_id"), item.get("detail")), pointer)
         self._invocations: dict[Any, str] = {}
-        for pointer, record in walk.invocations(view.row):
+        for pointer, record in walk.row_invocations(view.subject):
             self._invocations.setdefault(hashable(record.get("invocation_id")), pointer)
 
     def __call__(self, gap: dict[str, Any]) -> str:

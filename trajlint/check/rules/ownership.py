@@ -209,7 +209,7 @@ def ambiguous_reference(subject: Subject) -> Iterator[Violation]:
 def unowned_model_call(subject: Subject) -> Iterator[Violation]:
     """A call that no agent invocation, compaction or verifier claims."""
     row = subject.row
-    if next(records(row, "agent_invocation"), None) is None and next(stated(row, "invocations"), None) is None:
+    if not records(row, "agent_invocation") and not stated(row, "invocations"):
         return  # no agent evidence at all: ownership was not observed, nothing is "unowned"
     ledger = subject.build.ledger
     # A candidate of an ambiguous claim is claimed, just not uniquely: that is the claim's defect.

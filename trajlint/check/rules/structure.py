@@ -16,21 +16,28 @@ from trajlint.check.spec import Subject, Violation, row_rule
 from trajlint.pointer import child
 
 
-def _repeats(keyed: Iterable[tuple[str, Hashable]]) -> Iterator[tuple[str, Hashable, list[str]]]:
-    """(pointer, key, every pointer of that key) for each occurrence after a key's first."""
+def _repeats(keyed: Iterable[tuple[str, Hashable]], field: str) -> Iterator[tuple[str, Hashable, list[str]]]:
+    """(pointer, key, every pointer of that key) for each occurrence after a key's first.
+
+    `keyed` holds (item pointer, key); the pointers reported are those of the items' `field`,
+    made only for the keys that repeat (almost none do).
+    """
     seen: dict[Hashable, list[str]] = {}
-    for ptr, key in keyed:
-        seen.setdefault(key, []).append(ptr)
-    for key, pointers in seen.items():
-        for ptr in pointers[1:]:
-            yield ptr, key, pointers
+    for base, key in keyed:
+        seen.setdefault(key, []).append(base)
+    for key, bases in seen.items():
+        if len(bases) > 1:
+            pointers = [child(base, field) for base in bases]
+            for ptr in pointers[1:]:
+                yield ptr, key, pointers
 
 
 def _ids(found: Iterable[tuple[str, dict[str, Any]]], field: str) -> Iterator[tuple[str, str]]:
+    """(item pointer, id) for each item whose `field` is a usable id."""
     for base, item in found:
         value = walk.text(item.get(field))
         if value is not None:
-            yield child(base, field), value
+            yield base, value
 
 
 @row_rule("duplicate-model-call-id", reads=["row", "model-calls"])
@@ -43,7 +50,7 @@ def duplicate_model_call_id(subject: Subject) -> Iterator[Violation]:
          walk.stated(row, "model_calls")),
     )
     for where, consequence, found in lists:
-        for ptr, call_id, pointers in _repeats(_ids(found, "model_call_id")):
+        for ptr, call_id, pointers in _repeats(_ids(found, "model_call_id"), "model_call_id"):
             yield Violation(
                 ptr,
                 f"model_call_id {call_id!r} is used by {len(pointers)} {where}; a capture id names "
@@ -61,7 +68,7 @@ def duplicate_invocation_id(subject: Subject) -> Iterator[Violation]:
         ("verifier invocations", walk.verifier_invocations(row)),
     )
     for where, found in lists:
-        for ptr, invocation_id, pointers in _repeats(_ids(found, "invocation_id")):
+        for ptr, invocation_id, pointers in _repeats(_ids(found, "invocation_id"), "invocation_id"):
             yield Violation(
                 ptr,
                 f"invocation_id {invocation_id!r} is used by {len(pointers)} {where}; claims, turns "
@@ -74,11 +81,11 @@ def duplicate_invocation_id(subject: Subject) -> Iterator[Violation]:
 @row_rule("duplicate-turn-number", reads=["row", "trajectory"])
 def duplicate_turn_number(subject: Subject) -> Iterator[Violation]:
     keyed = (
-        (child(base, "turn_no"), (turn.get("invocation_id"), turn.get("turn_no")))
+        (base, (turn.get("invocation_id"), turn.get("turn_no")))
         for base, turn in walk.stated(subject.row, "turns")
         if isinstance(turn.get("invocation_id"), str) and type(turn.get("turn_no")) is int
     )
-    for ptr, (invocation_id, turn_no), pointers in _repeats(keyed):
+    for ptr, (invocation_id, turn_no), pointers in _repeats(keyed, "turn_no"):
         yield Violation(
             ptr,
             f"invocation {invocation_id!r} has {len(pointers)} turns numbered {turn_no}; a turn "
@@ -96,11 +103,11 @@ def duplicate_tool_call(subject: Subject) -> Iterator[Violation]:
     )
     for where, found in lists:
         keyed = (
-            (child(base, "tool_call_id"), (tool.get("invocation_id"), tool.get("tool_call_id")))
+            (base, (tool.get("invocation_id"), tool.get("tool_call_id")))
             for base, tool in found
             if isinstance(tool.get("invocation_id"), str) and isinstance(tool.get("tool_call_id"), str)
         )
-        for ptr, (invocation_id, tool_call_id), pointers in _repeats(keyed):
+        for ptr, (invocation_id, tool_call_id), pointers in _repeats(keyed, "tool_call_id"):
             yield Violation(
                 ptr,
                 f"tool call {tool_call_id!r} of invocation {invocation_id!r} appears {len(pointers)} "
@@ -110,10 +117,14 @@ def duplicate_tool_call(subject: Subject) -> Iterator[Violation]:
             )
 
 
-def _parents(row: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
+def _parents(subject: Subject) -> dict[str, list[tuple[str, str]]]:
     """invocation id -> [(parent id, pointer of parent_invocation_id)], every place it stands."""
+    return subject.memo("invocation-parents", _parents_of)
+
+
+def _parents_of(subject: Subject) -> dict[str, list[tuple[str, str]]]:
     parents: dict[str, list[tuple[str, str]]] = {}
-    for base, invocation in walk.invocations(row):
+    for base, invocation in walk.row_invocations(subject):
         invocation_id = invocation.get("invocation_id")
         parent = invocation.get("parent_invocation_id")
         if isinstance(invocation_id, str) and isinstance(parent, str):
@@ -121,13 +132,18 @@ def _parents(row: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
     return parents
 
 
-def _known_invocations(row: dict[str, Any]) -> set[str]:
-    return {i["invocation_id"] for _, i in walk.invocations(row) if isinstance(i.get("invocation_id"), str)}
+def _known_invocations(subject: Subject) -> set[str]:
+    """The ids of the row's invocations (shared by the rules that look names up in them)."""
+    return subject.memo("known-invocations", _known_invocations_of)
+
+
+def _known_invocations_of(subject: Subject) -> set[str]:
+    return {i["invocation_id"] for _, i in walk.row_invocations(subject) if isinstance(i.get("invocation_id"), str)}
 
 
 @row_rule("parent-cycle", reads=["row"])
 def parent_cycle(subject: Subject) -> Iterator[Violation]:
-    parents = _parents(subject.row)
+    parents = _parents(subject)
     reported: set[str] = set()
     for start in parents:
         path: list[str] = []
@@ -151,8 +167,8 @@ def parent_cycle(subject: Subject) -> Iterator[Violation]:
 
 @row_rule("dangling-parent", reads=["row"])
 def dangling_parent(subject: Subject) -> Iterator[Violation]:
-    known = _known_invocations(subject.row)
-    for invocation_id, claims in _parents(subject.row).items():
+    known = _known_invocations(subject)
+    for invocation_id, claims in _parents(subject).items():
         missing = [(parent, ptr) for parent, ptr in claims if parent not in known]
         if not missing:
             continue
@@ -167,7 +183,7 @@ def dangling_parent(subject: Subject) -> Iterator[Violation]:
 
 
 def _named_invocations(row: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
-    """(pointer of invocation_id, the id, what names it) for tool calls, compactions and turns."""
+    """(pointer of the item, its invocation_id, what it is) for tool calls, compactions and turns."""
     named = (
         ("a tool call record", walk.records(row, "tool_call")),
         ("a compaction record", walk.records(row, "context_compaction")),
@@ -181,11 +197,13 @@ def _named_invocations(row: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
 
 @row_rule("unknown-invocation", reads=["row"])
 def unknown_invocation(subject: Subject) -> Iterator[Violation]:
-    known = _known_invocations(subject.row)
+    known = _known_invocations(subject)
     unknown: dict[str, list[tuple[str, str]]] = {}
     for ptr, invocation_id, what in _named_invocations(subject.row):
         if invocation_id not in known:
-            unknown.setdefault(invocation_id, []).append((ptr, what))
+            unknown.setdefault(invocation_id, []).append((child(ptr, "invocation_id"), what))
+    if not unknown:
+        return
     names = sorted(known)
     held = ", ".join(repr(n) for n in names[:4]) + (", …" if len(names) > 4 else "") if names else "none"
     for invocation_id, uses in unknown.items():
