@@ -356,11 +356,13 @@ class _Builder:
         for item in self.observed_invocations:
             owner = item.data["invocation_id"]
             refs = [r for r in item.data.get("model_calls") or [] if isinstance(r, dict)]
+            referenced = {e.index for r in refs for e in index.match(r) or ()}  # calls the refs name
             for entry in captured:
                 raw = self.capture_of[entry.index]
-                if raw.get("client_session_id") == owner and entry.model_call_id:
-                    if not any(entry in (index.match(r) or []) for r in refs):
-                        refs.append({"model_call_id": entry.model_call_id, "model_ref": None, "response_id": None})
+                if raw.get("client_session_id") == owner and entry.model_call_id and entry.index not in referenced:
+                    ref = {"model_call_id": entry.model_call_id, "model_ref": None, "response_id": None}
+                    refs.append(ref)
+                    referenced.update(e.index for e in index.match(ref) or ())
             rewritten = []
             for ref in refs:
                 matches = index.match(ref)

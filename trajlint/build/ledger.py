@@ -64,11 +64,18 @@ class CallEntry:
 
     @property
     def is_helper(self) -> bool:
-        return any(c.kind == COMPACTION for c in self.claims)
+        return self._claimed_as(COMPACTION)
 
     @property
     def is_verifier_owned(self) -> bool:
-        return any(c.kind == VERIFIER for c in self.claims)
+        return self._claimed_as(VERIFIER)
+
+    def _claimed_as(self, kind: str) -> bool:
+        # A loop rather than any(<generator>): asked of every call by the build and many rules.
+        for claim in self.claims:
+            if claim.kind == kind:
+                return True
+        return False
 
     def agent_owners(self, *, valid_only: bool = True) -> list[str]:
         """Distinct agent invocations claiming the call, in claim order."""
