@@ -140,17 +140,20 @@ def test_workers_are_used_when_the_input_is_large_enough(corpus, monkeypatch):
         def __init__(self, context):
             self._context = context
 
-        def Pool(self, *args, **kwargs):  # noqa: N802 - multiprocessing's name
-            pools.append(args[0])
-            return self._context.Pool(*args, **kwargs)
+        def Process(self, *args, **kwargs):  # noqa: N802 - multiprocessing's name
+            pools.append(1)
+            return self._context.Process(*args, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(self._context, name)
 
     monkeypatch.setattr(parallel, "_context", lambda: Recording(real()))
     args = ["check", "--isolated", "-q", str(corpus / "rows.jsonl")]
     _run([*args, "--jobs", "2"], monkeypatch, shard_bytes=50_000)
-    assert pools == [2]
+    assert len(pools) == 2  # worker processes started
     _run([*args, "--jobs", "2"], monkeypatch, shard_bytes=50_000, min_bytes=10**9)  # too small to be worth it
     _run([*args, "--jobs", "1"], monkeypatch, shard_bytes=50_000)
-    assert pools == [2]
+    assert len(pools) == 2
 
 
 def test_standard_input_is_checked_in_its_turn(corpus, monkeypatch):
@@ -177,3 +180,31 @@ def test_hostile_files_cut_into_tiny_shards_give_the_same_report(monkeypatch, sh
     args = ["check", "--isolated", "--output-format", "json", "--max-row-bytes", "5000", str(ROOT / "tests" / "data" / "hostile")]
     whole = _run([*args, "--jobs", "1"], monkeypatch, shard_bytes=10**9)
     assert _run([*args, "--jobs", "2"], monkeypatch, shard_bytes=shard_bytes) == whole
+
+
+_DYING_WORKER = """
+import os, sys
+from trajlint import read
+from trajlint.check import parallel
+from trajlint.cli import main
+
+def die(unit):
+    os._exit(9)
+
+read.SHARD_BYTES = 50_000
+parallel.PARALLEL_MIN_BYTES = 0
+parallel._check_in_worker = die
+sys.argv = ["trajlint", "check", "--isolated", "--jobs", "2", sys.argv[1]]
+main()
+"""
+
+
+def test_a_worker_that_dies_ends_the_run_with_an_error_not_a_hang(corpus):
+    proc = subprocess.run(
+        [sys.executable, "-c", _DYING_WORKER, str(corpus / "rows.jsonl")],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "worker process ended abruptly" in proc.stderr and "--jobs 1" in proc.stderr

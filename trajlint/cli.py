@@ -130,6 +130,15 @@ def _lint_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def _run(run: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    from trajlint.check.parallel import WorkerLost
+
+    try:
+        return run(*args, **kwargs)
+    except WorkerLost as exc:
+        raise Failure(str(exc)) from None
+
+
 def _jobs(settings: dict[str, Any]) -> int:
     from trajlint.check.parallel import usable_cores
 
@@ -296,7 +305,8 @@ def check(
         raise click.UsageError(problem)
 
     observer = health.observer_for(rules.values(), inputs, report=health_report is not None)
-    result = run(
+    result = _run(
+        run,
         sources,
         rules,
         max_row_bytes=settings["max-row-bytes"].value,
@@ -394,7 +404,7 @@ def baseline_command(output: str | None, **options: Any) -> None:
     problem = report_outputs.problem([formats.Output("json", path)], [s.path for s in sources])
     if problem:
         raise click.UsageError(problem)
-    result = run(sources, rules, max_row_bytes=settings["max-row-bytes"].value, jobs=_jobs(settings))
+    result = _run(run, sources, rules, max_row_bytes=settings["max-row-bytes"].value, jobs=_jobs(settings))
     if result.internal_errors:
         raise Failure(f"{internal_error_line(result.findings, result.internal_errors)}; {path} was not written")
     document = baseline.record(selection.drop_ignored(result.findings, ignores))

@@ -45,14 +45,35 @@ def check_units(
         for unit in units:
             yield unit, checker.check_unit(unit, max_row_bytes)
         return
-    context = _context()
-    with context.Pool(workers, initializer=_start_worker, initargs=(checker, max_row_bytes)) as pool:
-        checked = pool.imap(_check_in_worker, portable, chunksize=1)
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    # An executor, not multiprocessing.Pool: a worker that dies (killed, out of memory) breaks
+    # the run with an error instead of leaving the parent waiting forever.
+    pool = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_start_worker, initargs=(checker, max_row_bytes))
+    try:
+        checked = pool.map(_check_in_worker, portable)
         for unit in units:
             if isinstance(unit, Source) and unit.stream is not None:
                 yield unit, checker.check_unit(unit, max_row_bytes)
-            else:
-                yield unit, next(checked)
+                continue
+            try:
+                result = next(checked)
+            except BrokenProcessPool:
+                raise WorkerLost(unit.path) from None
+            yield unit, result
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+class WorkerLost(Exception):
+    """A worker process ended without finishing its unit: killed, or out of memory."""
+
+    def __init__(self, path: str):
+        super().__init__(
+            f"a worker process ended abruptly while checking {path} (killed, or out of memory?); "
+            "rerun with fewer --jobs, or --jobs 1 to check in one process"
+        )
 
 
 def _work_bytes(units: Sequence[Unit]) -> int:
