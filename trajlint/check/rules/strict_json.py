@@ -72,15 +72,49 @@ class Scan(NamedTuple):
     oversized: tuple[tuple[str, bytes], ...]  # (value pointer, the integer as written)
 
 
-def may_repeat_keys(raw: bytes, value: Any) -> bool:
-    try:
-        kept = orjson.dumps(value).count(b":")
-    except (TypeError, orjson.JSONEncodeError):
+def may_repeat_keys(raw: bytes, serialized: bytes | None) -> bool:
+    """Whether the line may hold a repeated key: `serialized` (the parsed value as orjson writes
+    it, None when it cannot be written) has fewer colons than the line."""
+    if serialized is None:
         return True
+    kept = serialized.count(b":")
     written = raw.count(b":")
     if b"\\u003" in raw:  # rare; testing for it first halves the cost on the usual line
         written += sum(raw.count(escape) for escape in _ESCAPED_COLONS)
     return kept < written
+
+
+def _serialized(subject: Subject) -> bytes | None:
+    """The parsed row as orjson writes it, made once per row for both rules."""
+    return subject.memo("orjson-serialized", _serialize)
+
+
+def _serialize(subject: Subject) -> bytes | None:
+    try:
+        return orjson.dumps(subject.value)
+    except (TypeError, orjson.JSONEncodeError):
+        return None
+
+
+def _keys_may_repeat(subject: Subject) -> bool:
+    return subject.memo("may-repeat-keys", _keys_may_repeat_of)
+
+
+def _keys_may_repeat_of(subject: Subject) -> bool:
+    return may_repeat_keys(subject.raw, _serialized(subject))
+
+
+def _may_hold_oversized(subject: Subject) -> bool:
+    """A cheap first answer to `may_overflow`, without false negatives.
+
+    orjson reads an integer beyond 64 bits as a float of magnitude 2**63 or more (or refuses the
+    line, beyond a double), and writes such a float in exponent form, `…e+18` and up. Unless a
+    repeated key dropped part of the line, every integer it holds is in the parsed value, so a
+    serialized row without `e+` holds no oversized integer; the byte scan of `may_overflow`
+    costs ten times as much.
+    """
+    serialized = _serialized(subject)
+    return serialized is None or _keys_may_repeat(subject) or b"e+" in serialized
 
 
 def _overflows(digits: bytes, negative: bool) -> bool:
@@ -168,7 +202,7 @@ def _where(pointer: str) -> str:
 
 @row_rule("duplicate-key", reads=["line"])
 def duplicate_key(subject: Subject) -> Iterator[Violation]:
-    if not _parsed(subject) or not may_repeat_keys(subject.raw, subject.value):
+    if not _parsed(subject) or not _keys_may_repeat(subject):
         return
     for pointer, key, count in scan(subject.raw).repeated:
         target = child(pointer, key)
@@ -186,7 +220,7 @@ def duplicate_key(subject: Subject) -> Iterator[Violation]:
 
 @row_rule("integer-out-of-range", reads=["line"])
 def integer_out_of_range(subject: Subject) -> Iterator[Violation]:
-    if not _parsed(subject) or not may_overflow(subject.raw):
+    if not _parsed(subject) or not _may_hold_oversized(subject) or not may_overflow(subject.raw):
         return
     for pointer, text in scan(subject.raw).oversized:
         value = resolve(subject.value, pointer, _MISSING)

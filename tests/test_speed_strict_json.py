@@ -1,0 +1,40 @@
+"""The cheap first answers the strict-JSON rules give before scanning a line have no false negatives."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from trajlint.check.engine import row_subject
+from trajlint.check.rules.strict_json import duplicate_key, integer_out_of_range
+
+
+@pytest.mark.parametrize(
+    "number",
+    [2**63, 2**64, 2**64 + 1, 10**19, 10**20 - 1, 10**25 + 7, 2**200, 10**308],
+)
+@pytest.mark.parametrize("sign", [1, -1])
+def test_orjson_writes_an_oversized_integer_in_exponent_form(number, sign):
+    # `integer-out-of-range` skips a row whose serialized form holds no `e+`: this is why.
+    value = orjson.loads(str(sign * number).encode())
+    if isinstance(value, int):
+        return  # it fits in 64 bits (orjson keeps u64 and i64 exact): nothing to report
+    assert isinstance(value, float)
+    assert b"e+" in orjson.dumps(value)
+
+
+def _findings(rule, raw: bytes) -> list[str]:
+    return [v.pointer for v in rule(row_subject("t.jsonl", 1, raw))]
+
+
+def test_oversized_integer_is_found_with_and_without_repeated_keys():
+    assert _findings(integer_out_of_range, b'{"n": 99999999999999999999, "x": "1"}') == ["/n"]
+    # A repeated key replaces the integer with a float written without `e+`: still reported.
+    assert _findings(integer_out_of_range, b'{"a": 99999999999999999999, "a": 0.5}') == ["/a"]
+    # A long digit run inside a string is no integer.
+    assert _findings(integer_out_of_range, b'{"x": "123456789012345678901234567890"}') == []
+
+
+def test_repeated_key_is_found_behind_an_escaped_colon():
+    assert _findings(duplicate_key, b'{"k\\u003a": 1, "z": {"q": 1, "q": 2}}') == ["/z/q"]
+    assert _findings(duplicate_key, b'{"k\\u003a": 1, "z": {"q": 1}}') == []
