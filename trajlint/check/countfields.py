@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from trajlint.check import walk
 from trajlint.check.spec import Subject
@@ -109,6 +109,33 @@ def row_counts(subject: Subject) -> list[tuple[str, Any, Count]]:
 
 def _count_fields_of(subject: Subject) -> list[tuple[str, Any, Count]]:
     return count_fields(subject.row)
+
+
+class Defects(NamedTuple):
+    """The row's counts the count rules report: below their bound, and not JSON integers."""
+
+    negative: list[tuple[str, Any, Count]]
+    lax: list[tuple[str, Any, Count, str]]  # ..., and what the value is instead (`lax_kind`)
+
+
+def count_defects(subject: Subject) -> Defects:
+    """Both count rules' findings in one pass over the row's counts (almost every count is fine)."""
+    return subject.memo("count-defects", _count_defects_of)
+
+
+def _count_defects_of(subject: Subject) -> Defects:
+    defects = Defects([], [])
+    for ptr, value, field in row_counts(subject):
+        if type(value) is int:  # the usual count: at most below its bound, never lax
+            if value < field.minimum:
+                defects.negative.append((ptr, value, field))
+            continue
+        if is_negative(value, field):
+            defects.negative.append((ptr, value, field))
+        kind = lax_kind(value, field)
+        if kind is not None:
+            defects.lax.append((ptr, value, field, kind))
+    return defects
 
 
 def count_pointers(subject: Subject) -> dict[str, Count]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from trajlint.check import walk
 from trajlint.check.rules._keys import hashable
-from trajlint.check.countfields import Count, is_negative, lax_kind, row_counts
+from trajlint.check.countfields import Count, count_defects
 from trajlint.check.schema_errors import show
 from trajlint.check.spec import Subject, Violation, row_rule
 from trajlint.pointer import child
@@ -21,9 +21,7 @@ from trajlint.pointer import child
 
 @row_rule("negative-count", reads=["row"])
 def negative_count(subject: Subject) -> Iterator[Violation]:
-    for ptr, value, field in row_counts(subject):
-        if not is_negative(value, field):
-            continue
+    for ptr, value, field in count_defects(subject).negative:
         rule = f"turn numbers start at {field.minimum}" if field.minimum else f"{field.what} is never negative"
         yield Violation(ptr, f"`{field.name}` is {show(value)}; {rule} ({_consequence(ptr, field)})")
 
@@ -43,10 +41,7 @@ def _consequence(ptr: str, field: Count) -> str:
 
 @row_rule("non-integer-count", reads=["row"])
 def non_integer_count(subject: Subject) -> Iterator[Violation]:
-    for ptr, value, field in row_counts(subject):
-        kind = lax_kind(value, field)
-        if kind is None:
-            continue
+    for ptr, value, field, kind in count_defects(subject).lax:
         yield Violation(
             ptr,
             f"`{field.name}` is {kind}, {show(value)}; {field.what} must be a JSON integer "

@@ -114,7 +114,10 @@ def _may_hold_oversized(subject: Subject) -> bool:
     costs ten times as much.
     """
     serialized = _serialized(subject)
-    return serialized is None or _keys_may_repeat(subject) or b"e+" in serialized
+    if serialized is None or _keys_may_repeat(subject):
+        return True
+    # `+` alone first: a one-byte search is much faster, and most rows hold no `+` at all.
+    return b"+" in serialized and b"e+" in serialized
 
 
 def _overflows(digits: bytes, negative: bool) -> bool:
