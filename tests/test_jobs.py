@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from trajlint import read
-from trajlint.check import parallel
+from trajlint.check import engine, parallel
 from trajlint.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,8 +106,9 @@ def corpus(tmp_path_factory) -> Path:
     return root
 
 
-def _run(args: list[str], monkeypatch, *, shard_bytes: int, min_bytes: int = 0) -> tuple[int, bytes]:
+def _run(args: list[str], monkeypatch, *, shard_bytes: int, min_bytes: int = 0, part_rows: int = 1000) -> tuple[int, bytes]:
     monkeypatch.setattr(read, "SHARD_BYTES", shard_bytes)
+    monkeypatch.setattr(engine, "PART_ROWS", part_rows)
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", min_bytes)
     result = CliRunner().invoke(main, args, catch_exceptions=False)
     return result.exit_code, result.stdout_bytes
@@ -120,6 +121,8 @@ def test_jobs_give_byte_identical_reports(corpus, monkeypatch, fmt):
     assert one_process[0] == 1 and one_process[1]
     for jobs in ("1", "2", "3"):
         assert _run([*args, "--jobs", jobs], monkeypatch, shard_bytes=50_000) == one_process, jobs
+    # Absorbing a unit in parts of a few rows changes nothing either.
+    assert _run([*args, "--jobs", "1"], monkeypatch, shard_bytes=50_000, part_rows=3) == one_process
 
 
 def test_health_report_does_not_depend_on_jobs(corpus, monkeypatch, tmp_path):
@@ -185,7 +188,7 @@ def test_hostile_files_cut_into_tiny_shards_give_the_same_report(monkeypatch, sh
 _DYING_WORKER = """
 import os, sys
 from trajlint import read
-from trajlint.check import parallel
+from trajlint.check import engine, parallel
 from trajlint.cli import main
 
 def die(unit):

@@ -106,6 +106,10 @@ class UnitResult:
     physical_lines: int = 0
 
 
+# Rows per part of a unit checked in the reporting process (see `RowChecker.check_parts`).
+PART_ROWS = 1000
+
+
 class RowChecker:
     """The half of the run that looks at rows: runs the row rules and takes each row's digests.
 
@@ -146,12 +150,24 @@ class RowChecker:
         return plan
 
     def check_unit(self, unit: Source | Unreadable, max_row_bytes: int) -> UnitResult:
+        """The whole unit's result in one piece (what a worker hands back)."""
+        return next(self.check_parts(unit, max_row_bytes, None))
+
+    def check_parts(
+        self, unit: Source | Unreadable, max_row_bytes: int, rows_per_part: int | None
+    ) -> Iterator[UnitResult]:
+        """The unit's result in parts of `rows_per_part` rows, so that a caller that absorbs each
+        part at once holds a few rows' digests, however long a file that cannot be cut (a
+        compressed one) is. Only the last part counts the unit's physical lines."""
         self.start_unit(unit.path)
         tally = LineTally()
         for subject in unit_subjects(unit, max_row_bytes, tally):
             self.visit(subject)
+            if rows_per_part is not None and len(self.unit.rows) >= rows_per_part:
+                yield self.end_unit()
+                self.start_unit(unit.path)
         self.unit.physical_lines = tally.lines
-        return self.end_unit()
+        yield self.end_unit()
 
     def start_unit(self, path: str) -> None:
         self.unit = UnitResult(path)
@@ -421,10 +437,11 @@ def run(
     if internal is not None:
         engine.result.coverage[internal.code] = Coverage(internal.name)
     units = [unit for source in sources for unit in (shards(source) if isinstance(source, Source) else [source])]
-    path, lines_before = None, 0
-    for unit, checked in parallel.check_units(engine.checker, units, max_row_bytes, jobs):
-        if unit.path != path or isinstance(unit, Unreadable) or unit.first_shard:
-            path, lines_before = unit.path, 0
-        engine.absorb(checked, lines_before)
-        lines_before += checked.physical_lines
+    lines_before = 0  # of the unit's file, when the unit is a later shard of it
+    for unit, parts in parallel.check_units(engine.checker, units, max_row_bytes, jobs):
+        if isinstance(unit, Unreadable) or unit.first_shard:
+            lines_before = 0
+        for part in parts:
+            engine.absorb(part, lines_before)
+            lines_before += part.physical_lines
     return engine.finish()

@@ -9,9 +9,10 @@ handed to another process: its unit is checked in the parent, in its turn.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from trajlint.check import engine
 from trajlint.read import Source, Unreadable
 
 if TYPE_CHECKING:
@@ -37,13 +38,17 @@ def usable_cores() -> int:
 
 def check_units(
     checker: RowChecker, units: Sequence[Unit], max_row_bytes: int, jobs: int
-) -> Iterator[tuple[Unit, UnitResult]]:
-    """(unit, its result) for every unit, in the order given."""
+) -> Iterator[tuple[Unit, Iterable[UnitResult]]]:
+    """(unit, the parts of its result) for every unit, in the order given.
+
+    A unit checked here comes in parts, each to be absorbed before the next is made; a unit
+    checked by a worker comes whole.
+    """
     portable = [u for u in units if not (isinstance(u, Source) and u.stream is not None)]
     workers = min(jobs, len(portable))
     if workers < 2 or _work_bytes(portable) < PARALLEL_MIN_BYTES:
         for unit in units:
-            yield unit, checker.check_unit(unit, max_row_bytes)
+            yield unit, checker.check_parts(unit, max_row_bytes, engine.PART_ROWS)
         return
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
@@ -55,13 +60,13 @@ def check_units(
         checked = pool.map(_check_in_worker, portable)
         for unit in units:
             if isinstance(unit, Source) and unit.stream is not None:
-                yield unit, checker.check_unit(unit, max_row_bytes)
+                yield unit, checker.check_parts(unit, max_row_bytes, engine.PART_ROWS)
                 continue
             try:
                 result = next(checked)
             except BrokenProcessPool:
                 raise WorkerLost(unit.path) from None
-            yield unit, result
+            yield unit, (result,)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
