@@ -64,6 +64,7 @@ class Build:
     evidence: Evidence
     compactions: list[Item] = field(default_factory=list)
     identity: Rollout | None = None  # None: the row keys do not determine the rollout identity
+    call_index: CallIndex | None = None  # finds the ledger's calls by reference (rules reuse it)
 
     @property
     def stated(self) -> bool:
@@ -153,6 +154,7 @@ class _Builder:
         self.gaps_bundle: list[dict[str, Any]] = []
         self.gaps_join: list[dict[str, Any]] = []
         self.gaps_capture: list[dict[str, Any]] = []
+        self.call_index: CallIndex | None = None
 
     # -- evidence into lists -----------------------------------------------------------------
 
@@ -277,7 +279,7 @@ class _Builder:
 
     def ledger(self) -> Ledger:
         ledger = Ledger(self.entries())
-        index = CallIndex(ledger.calls)
+        index = self.call_index = CallIndex(ledger.calls)
         valid_records = {id(item.data) for item in self.ev.records}
         by_id = {e.model_call_id: e for e in ledger.calls if e.model_call_id}
 
@@ -492,7 +494,7 @@ class _Builder:
             "tool_calls": self.tool_calls,
             "gaps": _dedupe(gaps),
         }
-        return Build(trajectory, ledger, expected, self.ev, self.compactions, self.identity)
+        return Build(trajectory, ledger, expected, self.ev, self.compactions, self.identity, self.call_index)
 
 
 def _turn_owner(entry: CallEntry) -> str | None:

@@ -148,7 +148,10 @@ class Bindings:
         return self.references > 0 and not self.missing and not self.duplicated
 
 
-def _refs(items: Iterable[dict[str, Any]], seen: dict[Any, tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+Reference = tuple[str, dict[str, Any], tuple[Any, Any, Any]]  # (label, ref, its ref_key)
+
+
+def _refs(items: Iterable[dict[str, Any]], seen: dict[Any, tuple[str, dict[str, Any]]]) -> list[Reference]:
     """The usable references of the items, each signature once; `seen` is shared across calls."""
     out = []
     for item in items:
@@ -157,15 +160,15 @@ def _refs(items: Iterable[dict[str, Any]], seen: dict[Any, tuple[str, dict[str, 
             label = ref_label(key) if key is not None else None
             if label is not None and key not in seen:
                 seen[key] = (label, ref)
-                out.append((label, ref))
+                out.append((label, ref, key))
     return out
 
 
-def _bind(index: CallIndex, refs: list[tuple[str, dict[str, Any]]]) -> Bindings:
+def _bind(index: CallIndex, refs: list[Reference]) -> Bindings:
     bindings = Bindings(references=len(refs))
     matched: set[int] = set()
-    for label, ref in refs:
-        matches = index.match(ref) or ()
+    for label, ref, key in refs:
+        matches = index.match_key(key) or ()
         if not matches:
             bindings.missing.append((label, ref))
         elif len(matches) > 1:
@@ -245,7 +248,8 @@ class HealthView:
             incomplete = set()  # the calls are there, only damaged
         self.calls_observed = not incomplete
         self.turn_scope_complete = "turn_model_call_scope_incomplete" not in codes
-        self.index = CallIndex(self.entries)
+        index = self.build.call_index
+        self.index = index if index is not None else CallIndex(self.entries)
         seen: dict[Any, tuple[str, dict[str, Any]]] = {}
         turn_refs = _refs(self.turns, seen)
         self.turn_bindings = _bind(self.index, turn_refs)
@@ -262,6 +266,7 @@ class HealthView:
         self._results: dict[str, list[HealthFinding] | None] = {}
         self._digest: Digest | None = None
         self._tokens: list[tuple[int | None, int | None]] | None = None
+        self._failed: list[bool] | None = None
 
     # -- gating: a check whose evidence is absent is unobserved -----------------------------
 
@@ -312,6 +317,16 @@ class HealthView:
             ]
         return self._tokens[index]
 
+    def failed(self, index: int) -> bool:
+        """Whether call `index` failed (`is_failed` of its metadata)."""
+        return self.failed_calls()[index]
+
+    def failed_calls(self) -> list[bool]:
+        """`failed` of every call, in trajectory order; asked by several checks and the digest."""
+        if self._failed is None:
+            self._failed = [is_failed(call["response_metadata"]) for call in self.calls]
+        return self._failed
+
     def spending_calls(self) -> list[int]:
         """The calls the transcript's usage counts: those its turns reference, and compaction helpers."""
         return sorted(self.turn_bindings.matched + self.helper_calls)
@@ -336,7 +351,7 @@ class HealthView:
         duplicated = prompt_sum = completion_sum = 0
         for position, call in enumerate(self.calls):
             meta = call["response_metadata"]
-            if is_failed(meta):
+            if self.failed(position):
                 status = meta.get("status_code")
                 key = str(status) if status is not None else "unknown"
                 failed[key] = failed.get(key, 0) + 1

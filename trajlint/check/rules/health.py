@@ -44,18 +44,19 @@ def says_something(value: Any, keys: tuple[str, ...] = _THINKING_KEYS) -> bool:
     recursion: a payload may nest as deep as the parser allows (1,024 levels), deeper than Python's
     recursion limit.
     """
-    stack: list[tuple[Any, tuple[str, ...]]] = [(value, keys)]
+    thinking = keys is _THINKING_KEYS
+    stack: list[Any] = [value]
     while stack:
-        value, keys = stack.pop()
+        value = stack.pop()
         if isinstance(value, str):
-            if value.strip():
+            if value and not value.isspace():  # `value.strip()`, without copying a long text
                 return True
         elif isinstance(value, list):
-            stack.extend((item, keys) for item in value)
+            stack.extend(value)
         elif isinstance(value, dict):
-            if keys is _THINKING_KEYS and value.get("type") == "redacted_thinking":
-                stack.append((value.get("data"), _THINKING_KEYS))
-            stack.extend((value[key], keys) for key in keys if key in value)
+            if thinking and value.get("type") == "redacted_thinking":
+                stack.append(value.get("data"))
+            stack.extend([value[key] for key in keys if key in value])
     return False
 
 
@@ -260,6 +261,8 @@ def _hollow(view: HealthView) -> Iterator[HealthFinding]:
 
 @check(hv.ENDED_ON_FAILURE)
 def _ended_on_failure(view: HealthView) -> Iterator[HealthFinding]:
+    if not any(view.failed_calls()):
+        return  # no chain of calls can end on a failure
     for key, chain in view.chains().items():
         if not hv.ended_on_failure(chain):
             continue
@@ -354,8 +357,8 @@ def _call_failed(view: HealthView) -> Iterator[HealthFinding]:
     matched = view.owned_bindings.matched
     terminal = matched[-1] if matched else None
     for position, index in enumerate(matched):
-        meta = view.calls[index]["response_metadata"]
-        if hv.is_failed(meta):
+        if view.failed(index):
+            meta = view.calls[index]["response_metadata"]
             yield HealthFinding(
                 hv.CALL_FAILED,
                 call_pointer(view, index),
