@@ -21,6 +21,7 @@ from trajlint.check.schema_errors import show
 from trajlint.check.spec import Subject, Violation, row_rule
 from trajlint.pointer import child
 
+_STATED_TURNS = child("", "ng_trajectory", "turns")
 CONTENT = "info"  # drift in what one turn says; drift in which turns exist keeps the rule's severity
 
 
@@ -72,8 +73,8 @@ class _View:
         return owners
 
     def tool_calls(self, entry: CallEntry) -> int:
-        call = self.model_calls[entry.index]
-        return turn_content(call["request"], call["response"]).tool_calls
+        # The count depends on the response alone; the request's question is not needed.
+        return turn_content(None, self.model_calls[entry.index]["response"]).tool_calls
 
     def dialect(self, entry: CallEntry) -> Any:
         return self.model_calls[entry.index]["response_metadata"].get("dialect")
@@ -97,7 +98,6 @@ def _missing_turns(subject: Subject, view: _View) -> Iterator[Violation]:
 
 def _content(subject: Subject, view: _View, base: str, turn: dict[str, Any], entry: CallEntry) -> Iterator[Violation]:
     expected = view.expected[entry.index]
-    name = _turn_name(turn)
     hollow = [f for f in ("answer", "reasoning_content") if _empty(turn.get(f)) and not _empty(expected[f])]
     if hollow:
         why = (
@@ -107,7 +107,7 @@ def _content(subject: Subject, view: _View, base: str, turn: dict[str, Any], ent
         )
         yield Violation(
             child(base, hollow[0]) if hollow[0] in turn else base,  # a producer may leave it out
-            f"{name} has no {' and no '.join(hollow)}, but the response of {call_label(entry)} "
+            f"{_turn_name(turn)} has no {' and no '.join(hollow)}, but the response of {call_label(entry)} "
             f"holds {'both' if len(hollow) > 1 else 'one'}{why}",
             cite(subject, entry, leave_out=""),
             severity=CONTENT,
@@ -115,12 +115,12 @@ def _content(subject: Subject, view: _View, base: str, turn: dict[str, Any], ent
     steps = turn.get("step_count")
     if type(steps) is int and steps >= 0:  # a negative or non-integer count is the count rules'
         before = expected["step_count"]
-        including = before + view.tool_calls(entry)
+        including = before + view.tool_calls(entry) if steps != before else before
         if steps not in (before, including):
             counted = f"{before}" if before == including else f"{before} (or {including} with this turn's own)"
             yield Violation(
                 child(base, "step_count"),
-                f"{name} has step_count {steps}, but the tool calls its invocation made before it "
+                f"{_turn_name(turn)} has step_count {steps}, but the tool calls its invocation made before it "
                 f"number {counted}",
                 cite(subject, entry, leave_out=""),
                 severity=CONTENT,
@@ -129,7 +129,7 @@ def _content(subject: Subject, view: _View, base: str, turn: dict[str, Any], ent
     if isinstance(resolved, bool) and isinstance(row_resolved, bool) and resolved != row_resolved:
         yield Violation(
             child(base, "resolved"),
-            f"{name} says resolved={show(resolved)}, but the row's verifier result is "
+            f"{_turn_name(turn)} says resolved={show(resolved)}, but the row's verifier result is "
             f"resolved={show(row_resolved)}",
             (subject.location("/resolved"),),
             severity=CONTENT,
@@ -137,13 +137,12 @@ def _content(subject: Subject, view: _View, base: str, turn: dict[str, Any], ent
 
 
 def _stated_turn(subject: Subject, view: _View, t: int, turn: dict[str, Any]) -> Iterator[Violation]:
-    base = child("", "ng_trajectory", "turns", t)
-    name = _turn_name(turn)
+    base = f"{_STATED_TURNS}/{t}"
     refs = turn.get("model_calls")
     if not refs:
         yield Violation(
             base,
-            f"{name} references no model call, though the row holds {len(view.calls)}; a turn "
+            f"{_turn_name(turn)} references no model call, though the row holds {len(view.calls)}; a turn "
             "that names no call cannot be checked against the capture or counted for tokens",
         )
         return
@@ -168,7 +167,7 @@ def _stated_turn(subject: Subject, view: _View, t: int, turn: dict[str, Any]) ->
     ref = view.turn_claim[(entry.index, t)]
     yield Violation(
         ref.pointer,
-        f"{name} references {call_label(entry)}, which {why}",
+        f"{_turn_name(turn)} references {call_label(entry)}, which {why}",
         cite(subject, entry, leave_out=ref.pointer),
     )
 

@@ -26,7 +26,7 @@ from trajlint.build.ledger import (
 from trajlint.check.claims import call_label, claim_phrase, first_claims, owner_text, ref_label
 from trajlint.check.rules._cite import cite, places, some
 from trajlint.check.spec import Subject, Violation, row_rule
-from trajlint.check.walk import records, stated
+from trajlint.check import walk
 
 
 @row_rule("ownership-conflict", reads=["row", "model-calls"])
@@ -205,17 +205,19 @@ def ambiguous_reference(subject: Subject) -> Iterator[Violation]:
         )
 
 
+_OWNING_KINDS = frozenset({*AGENT_KINDS, COMPACTION, VERIFIER, TURN})  # claims that make a call owned
+
+
 @row_rule("unowned-model-call", reads=["row", "model-calls"])
 def unowned_model_call(subject: Subject) -> Iterator[Violation]:
     """A call that no agent invocation, compaction or verifier claims."""
-    row = subject.row
-    if not records(row, "agent_invocation") and not stated(row, "invocations"):
+    if not walk.row_invocations(subject):
         return  # no agent evidence at all: ownership was not observed, nothing is "unowned"
     ledger = subject.build.ledger
     # A candidate of an ambiguous claim is claimed, just not uniquely: that is the claim's defect.
     contested = {i for u in ledger.unresolved for i in u.candidates}
     for entry in ledger.calls:
-        if entry.index in contested or any(c.kind in (*AGENT_KINDS, COMPACTION, VERIFIER, TURN) for c in entry.claims):
+        if entry.index in contested or any(c.kind in _OWNING_KINDS for c in entry.claims):
             continue
         yield Violation(
             entry.locations[0],
