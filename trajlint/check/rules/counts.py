@@ -56,11 +56,11 @@ def _count(value: Any) -> int | None:
 
 def _short_total(item: dict[str, Any], names: tuple[str, str, str]) -> tuple[int, int, int] | None:
     """(input, output, total) when all three are usable counts and the total is short."""
-    values = tuple(_count(item.get(name)) for name in names)
-    if None in values:
+    name_in, name_out, name_total = names
+    tokens_in, tokens_out, total = _count(item.get(name_in)), _count(item.get(name_out)), _count(item.get(name_total))
+    if tokens_in is None or tokens_out is None or total is None or total >= tokens_in + tokens_out:
         return None
-    tokens_in, tokens_out, total = values
-    return values if total < tokens_in + tokens_out else None  # type: ignore[return-value,operator]
+    return tokens_in, tokens_out, total
 
 
 _CAPTURE_NAMES = ("tokens_in", "tokens_out", "tokens_total")
@@ -119,8 +119,8 @@ def token_total_inconsistent(subject: Subject) -> Iterator[Violation]:
 
 
 def _reversed(item: dict[str, Any]) -> tuple[float, float] | None:
-    started, completed = walk.number(item.get("started_at")), walk.number(item.get("completed_at"))
-    if started is None or completed is None or completed >= started:
+    started, completed = item.get("started_at"), item.get("completed_at")
+    if walk.number(completed) is None or walk.number(started) is None or completed >= started:
         return None
     return started, completed
 
