@@ -75,17 +75,39 @@ def _uri(ref: str) -> str:
 TOO_DEEP = SchemaError((), "depth", None, None, None)
 
 
-class _PythonChecker:
+class _LastValid:
+    """Remembers the last instance found valid, so that asking for its errors costs nothing.
+
+    The build asks whether a row's section is valid and the schema rule then asks for the same
+    section's errors: one validation, not two. Held by identity (and kept alive, so the identity
+    cannot be reused); rows are never modified.
+    """
+
+    def __init__(self) -> None:
+        self._last_valid: Any = None
+
+    def _remember(self, instance: Any, valid: bool) -> bool:
+        self._last_valid = instance if valid else None
+        return valid
+
+    def _known_valid(self, instance: Any) -> bool:
+        return instance is self._last_valid and instance is not None
+
+
+class _PythonChecker(_LastValid):
     def __init__(self, validator: Any):
+        super().__init__()
         self._validator = validator
 
     def is_valid(self, instance: Any) -> bool:
         try:
-            return self._validator.is_valid(instance)
+            return self._remember(instance, self._validator.is_valid(instance))
         except RecursionError:
             return False
 
     def errors(self, instance: Any) -> Iterator[SchemaError]:
+        if self._known_valid(instance):
+            return
         try:
             found = [
                 SchemaError(tuple(e.absolute_path), e.validator, e.validator_value, e.instance, e.schema)
@@ -126,19 +148,22 @@ def _schema_at(location: str) -> tuple[Any, Any]:
     return parent.get(unescape(keyword)), parent
 
 
-class _RustChecker:
+class _RustChecker(_LastValid):
     def __init__(self, schema: dict[str, Any]):
         import jsonschema_rs
 
+        super().__init__()
         self._validator = jsonschema_rs.validator_for(schema, registry=_rust_registry(), offline=True)
 
     def is_valid(self, instance: Any) -> bool:
         try:
-            return self._validator.is_valid(instance)
+            return self._remember(instance, self._validator.is_valid(instance))
         except (ValueError, RecursionError):
             return False
 
     def errors(self, instance: Any) -> Iterator[SchemaError]:
+        if self._known_valid(instance):
+            return
         try:
             raw = list(self._validator.iter_errors(instance))
         except (ValueError, RecursionError):

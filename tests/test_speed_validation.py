@@ -1,0 +1,29 @@
+"""A checker remembers the last instance it found valid; asking for its errors then costs nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from trajlint import validation
+
+
+@pytest.fixture(params=["rust", "python"])
+def backend(request, monkeypatch):
+    if request.param == "rust":
+        pytest.importorskip("jsonschema_rs")
+    monkeypatch.setenv("TRAJLINT_SCHEMA_BACKEND", request.param)
+    validation._backend.cache_clear()
+    yield request.param
+    validation._backend.cache_clear()
+
+
+def test_errors_of_an_instance_found_valid_or_invalid(backend):
+    checker = validation.part_checker("common.schema.json#/$defs/ObservationGap")
+    good = {"code": "no_sandbox_runtime"}
+    bad = {"code": 7}
+    assert checker.is_valid(good)
+    assert list(checker.errors(good)) == []
+    assert not checker.is_valid(bad)
+    assert list(checker.errors(bad))  # found invalid: validated again, with its errors
+    assert checker.is_valid(good)
+    assert list(checker.errors(bad))  # another instance than the one remembered
