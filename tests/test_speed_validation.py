@@ -27,3 +27,13 @@ def test_errors_of_an_instance_found_valid_or_invalid(backend):
     assert list(checker.errors(bad))  # found invalid: validated again, with its errors
     assert checker.is_valid(good)
     assert list(checker.errors(bad))  # another instance than the one remembered
+
+
+def test_an_instance_without_errors_is_valid_without_validating_again(backend):
+    checker = validation.part_checker("common.schema.json#/$defs/ObservationGap")
+    good = {"code": "no_sandbox_runtime"}
+    bad = {"code": 7}
+    assert list(checker.errors(good)) == []
+    assert checker.is_valid(good)
+    assert list(checker.errors(bad))
+    assert not checker.is_valid(bad)

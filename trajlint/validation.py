@@ -76,11 +76,11 @@ TOO_DEEP = SchemaError((), "depth", None, None, None)
 
 
 class _LastValid:
-    """Remembers the last instance found valid, so that asking for its errors costs nothing.
+    """Remembers the last instance found valid, so that asking again costs nothing.
 
-    The build asks whether a row's section is valid and the schema rule then asks for the same
-    section's errors: one validation, not two. Held by identity (and kept alive, so the identity
-    cannot be reused); rows are never modified.
+    A schema rule asks for a row section's errors and the build whether the same section is
+    valid (in either order): one validation, not two. Held by identity (and kept alive, so the
+    identity cannot be reused); rows are never modified.
     """
 
     def __init__(self) -> None:
@@ -100,6 +100,8 @@ class _PythonChecker(_LastValid):
         self._validator = validator
 
     def is_valid(self, instance: Any) -> bool:
+        if self._known_valid(instance):
+            return True
         try:
             return self._remember(instance, self._validator.is_valid(instance))
         except RecursionError:
@@ -115,6 +117,7 @@ class _PythonChecker(_LastValid):
             ]
         except RecursionError:
             found = [TOO_DEEP]
+        self._remember(instance, not found)
         yield from found
 
 
@@ -156,6 +159,8 @@ class _RustChecker(_LastValid):
         self._validator = jsonschema_rs.validator_for(schema, registry=_rust_registry(), offline=True)
 
     def is_valid(self, instance: Any) -> bool:
+        if self._known_valid(instance):
+            return True
         try:
             return self._remember(instance, self._validator.is_valid(instance))
         except (ValueError, RecursionError):
@@ -169,6 +174,7 @@ class _RustChecker(_LastValid):
         except (ValueError, RecursionError):
             yield TOO_DEEP
             return
+        self._remember(instance, not raw)
         for error in raw:
             name = error.kind.name
             keyword = _RUST_KEYWORDS.get(name, name)
