@@ -74,29 +74,30 @@ def _present(out: list[tuple[str, Any, Count]], base: str, item: dict[str, Any],
             out.append((f"{base}/{field.name}", value, field))
 
 
-def count_fields(row: dict[str, Any]) -> list[tuple[str, Any, Count]]:
-    """(pointer, value, field) for every non-null count in the row, in row order."""
+def count_fields(where: walk.Where) -> list[tuple[str, Any, Count]]:
+    """(pointer, value, field) for every non-null count in the row (or a subject's), in row order."""
+    row = where.row if isinstance(where, Subject) else where
     out: list[tuple[str, Any, Count]] = []
-    for base, call in walk.capture_calls(row):
+    for base, call in walk.capture_calls(where):
         _present(out, base, call, CAPTURE_CALL)
     capture = walk.section(row, walk.CAPTURE)
     if capture is not None and isinstance(capture.get("metrics"), dict):
         _present(out, _METRICS, capture["metrics"], CAPTURE_METRICS)
-    for base, record in walk.items(row, walk.OBSERVATIONS, "records"):
+    for base, record in walk.items(where, walk.OBSERVATIONS, "records"):
         kind = record.get("kind")
         _present(out, base, record, RECORD.get(kind, ()) if isinstance(kind, str) else ())
-    for base, invocation in walk.stated(row, "invocations"):
+    for base, invocation in walk.stated(where, "invocations"):
         _present(out, base, invocation, DURATION)
-    for base, turn in walk.stated(row, "turns"):
+    for base, turn in walk.stated(where, "turns"):
         _present(out, base, turn, TURN)
-    for base, call in walk.stated(row, "model_calls"):
+    for base, call in walk.stated(where, "model_calls"):
         _present(out, base, call, DURATION)
         for part, fields in (("response_metadata", TTFT), ("token_stats", TOKEN_STATS)):
             if isinstance(call.get(part), dict):
                 _present(out, f"{base}/{part}", call[part], fields)
-    for base, tool in walk.stated(row, "tool_calls"):
+    for base, tool in walk.stated(where, "tool_calls"):
         _present(out, base, tool, DURATION)
-    for base, verifier in walk.verifier_invocations(row):
+    for base, verifier in walk.verifier_invocations(where):
         _present(out, base, verifier, DURATION)
     return out
 
@@ -108,7 +109,7 @@ def row_counts(subject: Subject) -> list[tuple[str, Any, Count]]:
 
 
 def _count_fields_of(subject: Subject) -> list[tuple[str, Any, Count]]:
-    return count_fields(subject.row)
+    return count_fields(subject)
 
 
 class Defects(NamedTuple):

@@ -3,12 +3,16 @@
 Rules read the row as written (a finding must point at the value a user can open and fix), and
 a row may be malformed anywhere, so every walk here skips what is not the expected shape instead
 of failing; the schema rules report the shape.
+
+Each walk takes a row, or a subject whose row it walks: a subject's walks are made once per row
+(`Subject.memo`) for all the rules that take the same one, so their lists are shared and must
+not be changed.
 """
 
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import Any, Union
 
 from trajlint.check.spec import Subject
 from trajlint.pointer import child
@@ -20,14 +24,21 @@ VERIFIERS = "ng_verifier_invocations"
 
 
 Items = list[tuple[str, dict[str, Any]]]
+Where = Union[Subject, dict[str, Any]]  # a subject (walks shared per row) or a bare row
 
 
-def items(row: dict[str, Any], *path: str) -> Items:
+def items(where: Where, *path: str) -> Items:
     """(pointer, item) for each object in the list at `path` (a section key, then keys).
 
     A list, not a generator: most callers read every item, and a list is made faster than a
     generator is resumed once per item.
     """
+    if isinstance(where, Subject):
+        return where.memo(_memo_key(path), lambda subject: _items(subject.row, path))
+    return _items(where, path)
+
+
+def _items(row: dict[str, Any], path: tuple[str, ...]) -> Items:
     node: Any = row
     for key in path:
         if not isinstance(node, dict):
@@ -45,56 +56,58 @@ def _base(path: tuple[str, ...]) -> str:
     return child("", *path)
 
 
+@cache
+def _memo_key(path: tuple[str, ...]) -> str:
+    return "walk:" + _base(path)
+
+
 def section(row: dict[str, Any], key: str) -> dict[str, Any] | None:
     value = row.get(key)
     return value if isinstance(value, dict) else None
 
 
-def records(row: dict[str, Any], kind: str) -> Items:
+def records(where: Where, kind: str) -> Items:
     """The observation records of one kind (`agent_invocation`, `tool_call`, ...)."""
-    return [(p, r) for p, r in items(row, OBSERVATIONS, "records") if r.get("kind") == kind]
+    if isinstance(where, Subject):
+        return where.memo(f"records:{kind}", lambda subject: _records(subject, kind))
+    return _records(where, kind)
 
 
-def capture_calls(row: dict[str, Any]) -> Items:
-    return items(row, CAPTURE, "calls")
+def _records(where: Where, kind: str) -> Items:
+    return [(p, r) for p, r in items(where, OBSERVATIONS, "records") if r.get("kind") == kind]
 
 
-def stated(row: dict[str, Any], part: str) -> Items:
+def capture_calls(where: Where) -> Items:
+    return items(where, CAPTURE, "calls")
+
+
+def stated(where: Where, part: str) -> Items:
     """Items of the stated trajectory: `invocations`, `turns`, `model_calls`, `tool_calls`, `gaps`."""
-    return items(row, STATED, part)
+    return items(where, STATED, part)
 
 
-def verifier_invocations(row: dict[str, Any]) -> Items:
-    return items(row, VERIFIERS)
+def verifier_invocations(where: Where) -> Items:
+    return items(where, VERIFIERS)
 
 
-def invocations(row: dict[str, Any]) -> Items:
+def invocations(where: Where) -> Items:
     """Agent invocations wherever they stand: observed records first, then the stated ones.
 
     A persisted row holds most invocations twice (NeMo Gym copies the joined bundle into the
     trajectory); callers that count or compare must treat a repeat of one id as one invocation.
     """
-    return records(row, "agent_invocation") + stated(row, "invocations")
+    return records(where, "agent_invocation") + stated(where, "invocations")
 
 
-def row_invocations(subject: Subject) -> Items:
-    """`invocations` of a subject's row, walked once per row for every rule that looks them up."""
-    return subject.memo("invocations", _invocations_of)
-
-
-def _invocations_of(subject: Subject) -> Items:
-    return invocations(subject.row)
-
-
-def tool_calls(row: dict[str, Any]) -> Items:
+def tool_calls(where: Where) -> Items:
     """Tool calls wherever they stand: observed `tool_call` records, then the stated ones."""
-    return records(row, "tool_call") + stated(row, "tool_calls")
+    return records(where, "tool_call") + stated(where, "tool_calls")
 
 
-def gaps(row: dict[str, Any]) -> Items:
+def gaps(where: Where) -> Items:
     """Every gap the row carries, in the order NeMo Gym produces them: the agent's bundle, the
     capture, then the trajectory (which repeats most of the others)."""
-    return items(row, OBSERVATIONS, "gaps") + items(row, CAPTURE, "gaps") + stated(row, "gaps")
+    return items(where, OBSERVATIONS, "gaps") + items(where, CAPTURE, "gaps") + stated(where, "gaps")
 
 
 def text(value: Any) -> str | None:

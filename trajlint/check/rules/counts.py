@@ -81,7 +81,7 @@ def token_total_inconsistent(subject: Subject) -> Iterator[Violation]:
     row = subject.row
     captured: dict[str, tuple[int, int, int]] = {}
     short_calls = 0
-    for base, call in walk.capture_calls(row):
+    for base, call in walk.capture_calls(subject):
         values = _short_total(call, _CAPTURE_NAMES)
         call_id = walk.text(call.get("model_call_id"))
         if values is None:
@@ -91,7 +91,7 @@ def token_total_inconsistent(subject: Subject) -> Iterator[Violation]:
             captured.setdefault(call_id, values)
         copies = [
             child(p, "token_stats", "total_tokens")
-            for p, c in walk.stated(row, "model_calls")
+            for p, c in walk.stated(subject, "model_calls")
             if call_id and c.get("model_call_id") == call_id
             and isinstance(c.get("token_stats"), dict)
             and _short_total(c["token_stats"], _STATS_NAMES) == values
@@ -107,7 +107,7 @@ def token_total_inconsistent(subject: Subject) -> Iterator[Violation]:
         values = _short_total(metrics, _CAPTURE_NAMES)
         if values is not None:
             yield Violation(child("", walk.CAPTURE, "metrics", "tokens_total"), _total_message(_CAPTURE_NAMES, values))
-    for base, call in walk.stated(row, "model_calls"):
+    for base, call in walk.stated(subject, "model_calls"):
         stats = call.get("token_stats")
         values = _short_total(stats, _STATS_NAMES) if isinstance(stats, dict) else None
         if values is None:
@@ -143,15 +143,14 @@ _TOOL_CALL = "NeMo Gym's tool-call validator rejects the record, and with it the
 
 @row_rule("time-reversed", reads=["row"])
 def time_reversed(subject: Subject) -> Iterator[Violation]:
-    row = subject.row
     captured: dict[str, tuple[float, float]] = {}
-    for base, call in walk.capture_calls(row):
+    for base, call in walk.capture_calls(subject):
         bounds = _reversed(call)
         if bounds is None:
             continue
         call_id = walk.text(call.get("model_call_id"))
         copies = [
-            p for p, c in walk.stated(row, "model_calls")
+            p for p, c in walk.stated(subject, "model_calls")
             if call_id and c.get("model_call_id") == call_id and _reversed(c) == bounds
         ]
         if call_id:
@@ -162,21 +161,21 @@ def time_reversed(subject: Subject) -> Iterator[Violation]:
             tuple(subject.location(child(p, "completed_at")) for p in copies),
             severity="warning",
         )
-    for base, call in walk.stated(row, "model_calls"):
+    for base, call in walk.stated(subject, "model_calls"):
         bounds = _reversed(call)
         call_id = walk.text(call.get("model_call_id"))
         if bounds is None or (call_id and captured.get(call_id) == bounds):
             continue
         yield Violation(child(base, "completed_at"), _time_message("the model call", bounds, _MODEL_CALL), severity="warning")
     observed: dict[tuple[Any, Any], tuple[float, float]] = {}
-    for base, tool in walk.records(row, "tool_call"):
+    for base, tool in walk.records(subject, "tool_call"):
         bounds = _reversed(tool)
         if bounds is None:
             continue
         key = _tool_key(tool)
         observed.setdefault(key, bounds)
         copies = [
-            p for p, t in walk.stated(row, "tool_calls")
+            p for p, t in walk.stated(subject, "tool_calls")
             if _tool_key(t) == key and _reversed(t) == bounds
         ]
         yield Violation(
@@ -184,7 +183,7 @@ def time_reversed(subject: Subject) -> Iterator[Violation]:
             _time_message(f"tool call {show(tool.get('tool_call_id'))}", bounds, _TOOL_CALL),
             tuple(subject.location(child(p, "completed_at")) for p in copies),
         )
-    for base, tool in walk.stated(row, "tool_calls"):
+    for base, tool in walk.stated(subject, "tool_calls"):
         bounds = _reversed(tool)
         if bounds is None or observed.get(_tool_key(tool)) == bounds:
             continue
@@ -192,7 +191,7 @@ def time_reversed(subject: Subject) -> Iterator[Violation]:
             child(base, "completed_at"),
             _time_message(f"tool call {show(tool.get('tool_call_id'))}", bounds, "NeMo Gym's trajectory validator rejects the record"),
         )
-    for base, verifier in walk.verifier_invocations(row):
+    for base, verifier in walk.verifier_invocations(subject):
         bounds = _reversed(verifier)
         if bounds is not None:
             yield Violation(

@@ -267,7 +267,7 @@ def _gap_text(code: str, invocation_id: Any, detail: Any) -> str:
 def observation_gap(subject: Subject) -> Iterator[Violation]:
     """Every gap the row carries, once: a persisted row repeats the bundle's and capture's gaps."""
     seen: dict[tuple[Any, Any, Any], list[str]] = {}
-    for ptr, gap in walk.gaps(subject.row):
+    for ptr, gap in walk.gaps(subject):
         if isinstance(gap.get("code"), str):
             seen.setdefault(_gap_key(gap), []).append(ptr)
     for (code, invocation_id, detail), pointers in seen.items():
@@ -305,7 +305,7 @@ def gap_unreported(subject: Subject) -> Iterator[Violation]:
     trajectory = subject.row["ng_trajectory"]
     if not isinstance(trajectory, dict):
         return  # the trajectory schema rule reports it
-    stated = {_gap_key(gap) for _, gap in walk.stated(subject.row, "gaps")}
+    stated = {_gap_key(gap) for _, gap in walk.stated(subject, "gaps")}
     gaps = trajectory.get("gaps")
     ptr = "/ng_trajectory/gaps" if isinstance(gaps, list) else "/ng_trajectory"
     for gap in subject.build.trajectory["gaps"]:

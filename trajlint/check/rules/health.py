@@ -158,7 +158,7 @@ def turn_pointers(view: HealthView) -> list[str]:
     if not view.build.stated:
         return [e.locations[0] for e in view.entries if e.outcome == OUTCOME_TURN]
     stated: dict[tuple[Any, Any], str] = {}
-    for pointer, turn in walk.stated(view.row, "turns"):
+    for pointer, turn in walk.stated(view.subject, "turns"):
         key = (turn.get("invocation_id"), turn.get("turn_no"))
         if all(v is None or isinstance(v, (str, int, float)) for v in key):  # a damaged turn is not built
             stated.setdefault(key, pointer)
@@ -192,10 +192,10 @@ class GapPointers:
 
     def __init__(self, view: HealthView):
         self._gaps: dict[tuple[Any, Any, Any], str] = {}
-        for pointer, item in walk.gaps(view.row):
+        for pointer, item in walk.gaps(view.subject):
             self._gaps.setdefault(_gap_key(item.get("code"), item.get("invocation_id"), item.get("detail")), pointer)
         self._invocations: dict[Any, str] = {}
-        for pointer, record in walk.row_invocations(view.subject):
+        for pointer, record in walk.invocations(view.subject):
             self._invocations.setdefault(hashable(record.get("invocation_id")), pointer)
 
     def __call__(self, gap: dict[str, Any]) -> str:

@@ -211,7 +211,7 @@ _OWNING_KINDS = frozenset({*AGENT_KINDS, COMPACTION, VERIFIER, TURN})  # claims 
 @row_rule("unowned-model-call", reads=["row", "model-calls"])
 def unowned_model_call(subject: Subject) -> Iterator[Violation]:
     """A call that no agent invocation, compaction or verifier claims."""
-    if not walk.row_invocations(subject):
+    if not walk.invocations(subject):
         return  # no agent evidence at all: ownership was not observed, nothing is "unowned"
     ledger = subject.build.ledger
     # A candidate of an ambiguous claim is claimed, just not uniquely: that is the claim's defect.

@@ -42,12 +42,11 @@ def _ids(found: Iterable[tuple[str, dict[str, Any]]], field: str) -> Iterator[tu
 
 @row_rule("duplicate-model-call-id", reads=["row", "model-calls"])
 def duplicate_model_call_id(subject: Subject) -> Iterator[Violation]:
-    row = subject.row
     lists = (
         ("captured calls", "NeMo Gym's projection fails on it and the row loses its whole trajectory",
-         walk.capture_calls(row)),
+         walk.capture_calls(subject)),
         ("trajectory model calls", "NeMo Gym rejects the trajectory record",
-         walk.stated(row, "model_calls")),
+         walk.stated(subject, "model_calls")),
     )
     for where, consequence, found in lists:
         for ptr, call_id, pointers in _repeats(_ids(found, "model_call_id"), "model_call_id"):
@@ -61,11 +60,10 @@ def duplicate_model_call_id(subject: Subject) -> Iterator[Violation]:
 
 @row_rule("duplicate-invocation-id", reads=["row"])
 def duplicate_invocation_id(subject: Subject) -> Iterator[Violation]:
-    row = subject.row
     lists = (
-        ("agent_invocation records of the observation bundle", walk.records(row, "agent_invocation")),
-        ("invocations of the trajectory", walk.stated(row, "invocations")),
-        ("verifier invocations", walk.verifier_invocations(row)),
+        ("agent_invocation records of the observation bundle", walk.records(subject, "agent_invocation")),
+        ("invocations of the trajectory", walk.stated(subject, "invocations")),
+        ("verifier invocations", walk.verifier_invocations(subject)),
     )
     for where, found in lists:
         for ptr, invocation_id, pointers in _repeats(_ids(found, "invocation_id"), "invocation_id"):
@@ -82,7 +80,7 @@ def duplicate_invocation_id(subject: Subject) -> Iterator[Violation]:
 def duplicate_turn_number(subject: Subject) -> Iterator[Violation]:
     keyed = (
         (base, (turn.get("invocation_id"), turn.get("turn_no")))
-        for base, turn in walk.stated(subject.row, "turns")
+        for base, turn in walk.stated(subject, "turns")
         if isinstance(turn.get("invocation_id"), str) and type(turn.get("turn_no")) is int
     )
     for ptr, (invocation_id, turn_no), pointers in _repeats(keyed, "turn_no"):
@@ -96,10 +94,9 @@ def duplicate_turn_number(subject: Subject) -> Iterator[Violation]:
 
 @row_rule("duplicate-tool-call", reads=["row"])
 def duplicate_tool_call(subject: Subject) -> Iterator[Violation]:
-    row = subject.row
     lists = (
-        ("tool_call records of the observation bundle", walk.records(row, "tool_call")),
-        ("tool calls of the trajectory", walk.stated(row, "tool_calls")),
+        ("tool_call records of the observation bundle", walk.records(subject, "tool_call")),
+        ("tool calls of the trajectory", walk.stated(subject, "tool_calls")),
     )
     for where, found in lists:
         keyed = (
@@ -124,7 +121,7 @@ def _parents(subject: Subject) -> dict[str, list[tuple[str, str]]]:
 
 def _parents_of(subject: Subject) -> dict[str, list[tuple[str, str]]]:
     parents: dict[str, list[tuple[str, str]]] = {}
-    for base, invocation in walk.row_invocations(subject):
+    for base, invocation in walk.invocations(subject):
         invocation_id = invocation.get("invocation_id")
         parent = invocation.get("parent_invocation_id")
         if isinstance(invocation_id, str) and isinstance(parent, str):
@@ -138,7 +135,7 @@ def _known_invocations(subject: Subject) -> set[str]:
 
 
 def _known_invocations_of(subject: Subject) -> set[str]:
-    return {i["invocation_id"] for _, i in walk.row_invocations(subject) if isinstance(i.get("invocation_id"), str)}
+    return {i["invocation_id"] for _, i in walk.invocations(subject) if isinstance(i.get("invocation_id"), str)}
 
 
 @row_rule("parent-cycle", reads=["row"])
@@ -182,13 +179,13 @@ def dangling_parent(subject: Subject) -> Iterator[Violation]:
         )
 
 
-def _named_invocations(row: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
+def _named_invocations(subject: Subject) -> Iterator[tuple[str, str, str]]:
     """(pointer of the item, its invocation_id, what it is) for tool calls, compactions and turns."""
     named = (
-        ("a tool call record", walk.records(row, "tool_call")),
-        ("a compaction record", walk.records(row, "context_compaction")),
-        ("a trajectory tool call", walk.stated(row, "tool_calls")),
-        ("a stated turn", walk.stated(row, "turns")),
+        ("a tool call record", walk.records(subject, "tool_call")),
+        ("a compaction record", walk.records(subject, "context_compaction")),
+        ("a trajectory tool call", walk.stated(subject, "tool_calls")),
+        ("a stated turn", walk.stated(subject, "turns")),
     )
     for what, found in named:
         for ptr, invocation_id in _ids(found, "invocation_id"):
@@ -199,7 +196,7 @@ def _named_invocations(row: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
 def unknown_invocation(subject: Subject) -> Iterator[Violation]:
     known = _known_invocations(subject)
     unknown: dict[str, list[tuple[str, str]]] = {}
-    for ptr, invocation_id, what in _named_invocations(subject.row):
+    for ptr, invocation_id, what in _named_invocations(subject):
         if invocation_id not in known:
             unknown.setdefault(invocation_id, []).append((child(ptr, "invocation_id"), what))
     if not unknown:
