@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 # Who may claim a call, and what the claim means:
 AGENT = "agent"  # an agent invocation's `model_calls` ref: "this call was my decision"
@@ -33,8 +33,9 @@ OUTCOME_NO_RESPONSE = "no-response"
 OUTCOME_STATED = "stated"  # the row stated its own turns; no turn was synthesized
 
 
-@dataclass(frozen=True, slots=True)
-class Claim:
+class Claim(NamedTuple):
+    # A named tuple, not a frozen dataclass: a row holds dozens of claims, and a named tuple
+    # is made in half the time.
     kind: str
     owner: str | None  # invocation id (agent, session, compaction, turn) or verifier invocation id
     pointer: str  # where the claim stands in the row

@@ -68,12 +68,17 @@ def compaction_call_as_turn(subject: Subject) -> Iterator[Violation]:
             )
 
 
+_COMPACTION_KINDS = frozenset({COMPACTION, COMPACTION_BEFORE, COMPACTION_AFTER})
+
+
 @row_rule("compaction-claim-conflict", reads=["row", "observations", "model-calls"])
 def compaction_claim_conflict(subject: Subject) -> Iterator[Violation]:
     """A helper (or boundary) call of one invocation's compaction claimed by another invocation."""
     for entry in subject.build.ledger.calls:
         if entry.is_verifier_owned:
             continue  # verifier-claim-conflict owns verifier against compaction
+        if not any(c.kind in _COMPACTION_KINDS for c in entry.claims):
+            continue  # neither a helper nor a boundary of any compaction: nothing to compare
         helpers = list(entry.claims_of(COMPACTION))
         if helpers:
             compacting = helpers[0]
@@ -142,6 +147,8 @@ def verifier_call_claimed_by_agent(subject: Subject) -> Iterator[Violation]:
 def verifier_claim_conflict(subject: Subject) -> Iterator[Violation]:
     """Two verifier invocations, or a verifier and a compaction, claim one call."""
     for entry in subject.build.ledger.calls:
+        if not entry.is_verifier_owned:
+            continue  # no verifier claims it, so no verifier conflict
         verifiers = first_claims(entry.claims, (VERIFIER,))
         verifiers.pop(None, None)
         if not verifiers:
