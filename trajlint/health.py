@@ -16,7 +16,6 @@ from __future__ import annotations
 import bisect
 import os
 import re
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -249,6 +248,12 @@ class _Ordinal:
         self.position = position  # (input index, line)
 
 
+def _spool_file() -> Any:
+    import tempfile  # only a run that writes the health report spools
+
+    return tempfile.TemporaryFile()
+
+
 class HealthObserver:
     """Sees each row's findings (a `RowObserver`) and reduces them to NeMo Gym's health report.
 
@@ -272,7 +277,7 @@ class HealthObserver:
         self.task_coverage = {check: Counter() for check in TASK_CHECKS}
         self.rows = 0
         self._ordinals: list[_Ordinal] = []
-        self._spool = tempfile.TemporaryFile() if spool else None
+        self._spool = _spool_file() if spool else None
         self._index: list[tuple[Any, ...]] = []
         self.summary: dict[str, Any] | None = None
 

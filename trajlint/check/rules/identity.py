@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -63,6 +62,8 @@ def _stage(value: Any) -> Any:
     if isinstance(key, tuple):
         # Too deep to compare: equal only to itself. The key travels from a worker to the
         # reporting process, where an object's id could name another row's stage.
+        import uuid
+
         return ("too deep to compare", uuid.uuid4().hex)
     return key
 
