@@ -211,3 +211,13 @@ def test_a_worker_that_dies_ends_the_run_with_an_error_not_a_hang(corpus):
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "worker process ended abruptly" in proc.stderr and "--jobs 1" in proc.stderr
+
+
+def test_workers_started_without_fork_give_the_same_report(corpus, monkeypatch):
+    """Where fork is missing (macOS, Windows) the checker is pickled to each worker."""
+    import multiprocessing
+
+    args = ["check", "--isolated", "--output-format", "json", str(corpus / "rows.jsonl")]
+    forked = _run([*args, "--jobs", "2"], monkeypatch, shard_bytes=400_000)
+    monkeypatch.setattr(parallel, "_context", lambda: multiprocessing.get_context("spawn"))
+    assert _run([*args, "--jobs", "2"], monkeypatch, shard_bytes=400_000) == forked
