@@ -11,6 +11,7 @@ not be changed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import Any, Union
 
@@ -34,7 +35,8 @@ def items(where: Where, *path: str) -> Items:
     generator is resumed once per item.
     """
     if isinstance(where, Subject):
-        return where.memo(_memo_key(path), lambda subject: _items(subject.row, path))
+        key, walk_row = _walker(path)
+        return where.memo(key, walk_row)
     return _items(where, path)
 
 
@@ -57,8 +59,9 @@ def _base(path: tuple[str, ...]) -> str:
 
 
 @cache
-def _memo_key(path: tuple[str, ...]) -> str:
-    return "walk:" + _base(path)
+def _walker(path: tuple[str, ...]) -> tuple[str, Callable[[Subject], Items]]:
+    """The memo key and the walk of one path, made once per path (not once per call)."""
+    return "walk:" + _base(path), lambda subject: _items(subject.row, path)
 
 
 def section(row: dict[str, Any], key: str) -> dict[str, Any] | None:
@@ -69,8 +72,15 @@ def section(row: dict[str, Any], key: str) -> dict[str, Any] | None:
 def records(where: Where, kind: str) -> Items:
     """The observation records of one kind (`agent_invocation`, `tool_call`, ...)."""
     if isinstance(where, Subject):
-        return where.memo(f"records:{kind}", lambda subject: _records(subject, kind))
+        key, select = _selector(kind)
+        return where.memo(key, select)
     return _records(where, kind)
+
+
+@cache
+def _selector(kind: str) -> tuple[str, Callable[[Subject], Items]]:
+    """The memo key and the selection of one kind of record, made once per kind."""
+    return f"records:{kind}", lambda subject: _records(subject, kind)
 
 
 def _records(where: Where, kind: str) -> Items:
