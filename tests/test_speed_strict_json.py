@@ -38,3 +38,16 @@ def test_oversized_integer_is_found_with_and_without_repeated_keys():
 def test_repeated_key_is_found_behind_an_escaped_colon():
     assert _findings(duplicate_key, b'{"k\\u003a": 1, "z": {"q": 1, "q": 2}}') == ["/z/q"]
     assert _findings(duplicate_key, b'{"k\\u003a": 1, "z": {"q": 1}}') == []
+
+
+def test_has_exponent_is_the_plain_search():
+    import random
+
+    from trajlint.check.rules.strict_json import has_exponent
+
+    rng = random.Random(5)
+    cases = [b"", b"+", b"e", b"e+", b"+e", b"x" * 40 + b"e+", b"+" * 40 + b"e+", b"+" * 17 + b"e+", b"e" * 30]
+    for _ in range(3000):
+        cases.append(bytes(rng.choice(b"ex+1 ") for _ in range(rng.randrange(60))))
+    for case in cases:
+        assert has_exponent(case) == (b"e+" in case), case
