@@ -46,7 +46,7 @@ def test_has_exponent_is_the_plain_search():
     from trajlint.check.rules.strict_json import has_exponent
 
     rng = random.Random(5)
-    cases = [b"", b"+", b"e", b"e+", b"+e", b"x" * 40 + b"e+", b"+" * 40 + b"e+", b"+" * 17 + b"e+", b"e" * 30]
+    cases = [b"", b"+", b"e", b"e+", b"+e", b"x" * 40 + b"e+", b"+" * 40 + b"e+", b"+" * 17 + b"e+", b"+" * 70 + b"e+", b"+" * 70, b"e" * 30]
     for _ in range(3000):
         cases.append(bytes(rng.choice(b"ex+1 ") for _ in range(rng.randrange(60))))
     for case in cases:

@@ -123,7 +123,7 @@ def has_exponent(serialized: bytes) -> bool:
     """`b"e+" in serialized`, found faster: `+` is rare and a one-byte search finds it at memory
     speed, while `e` is everywhere in text and slows the two-byte search down."""
     at = serialized.find(b"+")
-    for _ in range(16):  # a row full of `+` is left to the plain search
+    for _ in range(64):  # a row full of `+` is left to the plain search
         if at == -1:
             return False
         if serialized[at - 1 : at] == b"e":
