@@ -90,3 +90,25 @@ def test_same_builds_with_either_backend(monkeypatch, corpus):
         built[which] = [build(row).trajectory for row in rows]
     validation._backend.cache_clear()
     assert built["rust"] == built["python"]
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """Rows from the benchmark's generator: every dialect and row kind, with its defects."""
+    import subprocess
+    import sys
+
+    path = tmp_path_factory.mktemp("generated") / "rollouts.jsonl"
+    subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "generate.py"), "--rows", "150", "--defects", "0.2",
+         "--payload-kb", "4", "--seed", "5", "-o", str(path)],
+        check=True, capture_output=True,
+    )
+    return path
+
+
+def test_same_findings_with_either_backend_on_generated_rollouts(monkeypatch, rules, generated):
+    python = _run(monkeypatch, "python", rules, generated)
+    rust = _run(monkeypatch, "rust", rules, generated)
+    assert any(code.startswith("TL1") for _, _, code, _, _ in python)
+    assert rust == python
