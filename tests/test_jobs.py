@@ -10,6 +10,8 @@ from pathlib import Path
 import orjson
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from trajlint import read
 from trajlint.check import engine, parallel
@@ -221,3 +223,19 @@ def test_workers_started_without_fork_give_the_same_report(corpus, monkeypatch):
     forked = _run([*args, "--jobs", "2"], monkeypatch, shard_bytes=400_000)
     monkeypatch.setattr(parallel, "_context", lambda: multiprocessing.get_context("spawn"))
     assert _run([*args, "--jobs", "2"], monkeypatch, shard_bytes=400_000) == forked
+
+
+_PIECES = [b'{"a":1}', b"", b"   ", b"\r", b"{not json", b'{"long":"' + b"x" * 120 + b'"}', b"[1]", b"\t\r", b"\xff\xfe"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    lines=st.lists(st.sampled_from(_PIECES), max_size=30),
+    final_newline=st.booleans(),
+    shard_bytes=st.integers(min_value=1, max_value=300),
+    max_row_bytes=st.sampled_from([5, 50, 100_000]),
+)
+def test_any_cut_yields_the_lines_of_the_whole_file(tmp_path, lines, final_newline, shard_bytes, max_row_bytes):
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(b"\n".join(lines) + (b"\n" if final_newline and lines else b""))
+    assert _lines_of(str(path), shard_bytes, max_row_bytes) == _lines_of(str(path), 10**9, max_row_bytes)
