@@ -9,6 +9,7 @@ handed to another process: its unit is checked in the parent, in its turn.
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,8 @@ from trajlint.check import engine
 from trajlint.read import Source, Unreadable
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from trajlint.check.engine import RowChecker, UnitResult
 
 Unit = Source | Unreadable
@@ -25,6 +28,7 @@ Unit = Source | Unreadable
 PARALLEL_MIN_BYTES = 8 * 1024 * 1024
 # A compressed file is one unit and its bytes on disk understate the work by about this much.
 _COMPRESSION_RATIO = 5
+_UNITS_IN_FLIGHT_PER_WORKER = 3
 
 
 def usable_cores() -> int:
@@ -56,16 +60,28 @@ def check_units(
     # An executor, not multiprocessing.Pool: a worker that dies (killed, out of memory) breaks
     # the run with an error instead of leaving the parent waiting forever.
     pool = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_start_worker, initargs=(checker, max_row_bytes))
+    # Results are taken in input order; a few units per worker are in flight, so a slow unit
+    # never lets the results of every later one pile up in the parent.
+    ahead = iter(portable)
+    pending: deque[Future[UnitResult]] = deque()
+
+    def submit() -> None:
+        unit = next(ahead, None)
+        if unit is not None:
+            pending.append(pool.submit(_check_in_worker, unit))
+
     try:
-        checked = pool.map(_check_in_worker, portable)
+        for _ in range(workers * _UNITS_IN_FLIGHT_PER_WORKER):
+            submit()
         for unit in units:
             if isinstance(unit, Source) and unit.stream is not None:
                 yield unit, checker.check_parts(unit, max_row_bytes, engine.PART_ROWS)
                 continue
             try:
-                result = next(checked)
+                result = pending.popleft().result()
             except BrokenProcessPool:
                 raise WorkerLost(unit.path) from None
+            submit()
             yield unit, (result,)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
