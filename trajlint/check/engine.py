@@ -25,7 +25,7 @@ from trajlint.check.spec import (
     Violation,
 )
 from trajlint.findings import SEVERITIES, Finding, Location, Rollout, fingerprint
-from trajlint.read import Line, LineTally, OversizedLine, ParseError, Source, Unreadable, parse, shards
+from trajlint.read import Line, LineTally, OversizedLine, ParseError, Source, Unreadable, parse
 
 INTERNAL_ERROR = "internal-error"
 _FILE = frozenset({"file"})
@@ -436,7 +436,7 @@ def run(
     engine = Engine([r for r in rules.values() if r.impl.check or r.impl.reduction], internal, observers)
     if internal is not None:
         engine.result.coverage[internal.code] = Coverage(internal.name)
-    units = [unit for source in sources for unit in (shards(source) if isinstance(source, Source) else [source])]
+    units = parallel.plan_units(sources, jobs)
     lines_before = 0  # of the unit's file, when the unit is a later shard of it
     for unit, parts in parallel.check_units(engine.checker, units, max_row_bytes, jobs):
         if isinstance(unit, Unreadable) or unit.first_shard:

@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from trajlint import read
 from trajlint.check import engine
 from trajlint.read import Source, Unreadable
 
@@ -29,6 +30,32 @@ PARALLEL_MIN_BYTES = 8 * 1024 * 1024
 # A compressed file is one unit and its bytes on disk understate the work by about this much.
 _COMPRESSION_RATIO = 5
 _UNITS_IN_FLIGHT_PER_WORKER = 3
+_SHARDS_PER_WORKER = 4
+_MIN_SHARD_BYTES = 1024 * 1024
+
+
+def plan_units(sources: Iterable[Source | Unreadable], jobs: int) -> list[Unit]:
+    """The units of work, in input order: files, with the plain ones over two shards long cut.
+
+    One process cuts at `read.SHARD_BYTES` (only its memory depends on it). With workers the
+    shards are made smaller when the input is small, so that each worker gets several and the
+    last to finish does not keep the others waiting.
+    """
+    sources = list(sources)
+    shard_bytes = read.SHARD_BYTES
+    if jobs > 1:
+        total = sum(_size(s) for s in sources if isinstance(s, Source) and not s.compression and not s.whole)
+        shard_bytes = min(shard_bytes, max(_MIN_SHARD_BYTES, total // (jobs * _SHARDS_PER_WORKER)))
+    return [u for s in sources for u in (read.shards(s, shard_bytes) if isinstance(s, Source) else [s])]
+
+
+def _size(source: Source) -> int:
+    if source.stream is not None:
+        return 0
+    try:
+        return os.stat(source.path).st_size
+    except OSError:
+        return 0
 
 
 def usable_cores() -> int:
