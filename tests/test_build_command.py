@@ -8,7 +8,8 @@ import os
 import orjson
 
 from trajlint import schemas
-from trajlint.build_rows import same_file, write_builds
+from trajlint.build_rows import write_builds
+from trajlint.read import same_file
 from trajlint.read import iter_sources
 
 from .conftest import EXAMPLES

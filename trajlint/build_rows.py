@@ -6,7 +6,6 @@ reported exactly as `trajlint check` reports it (on standard error), and left ou
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import IO
@@ -34,13 +33,6 @@ class BuildResult:
     rows: int = 0
     failures: list[Finding] = field(default_factory=list)
     internal_errors: int = 0
-
-
-def same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)
 
 
 def write_builds(

@@ -27,13 +27,13 @@ from trajlint.build.identity import python_str
 from trajlint.check import health_view as hv
 from trajlint.check.spec import Subject
 from trajlint.findings import Finding, Location
+from trajlint.read import same_file
 from trajlint.repeats import (
     TASK_NO_SUCCESS,
     TASK_UNHEALTHY,
     UNHEALTHY,
     VERDICTS,
     TaskRepeats,
-    Unique,
     hashable,
     rollout_index,
     stage_index,
@@ -487,18 +487,9 @@ def report_problem(directory: str, inputs: Iterable[str]) -> str | None:
     for name in (SUMMARY_FILE, VERDICTS_FILE):
         target = os.path.join(directory, name)
         for path in inputs:
-            if path != "-" and _same_file(target, path):
+            if path != "-" and same_file(target, path):
                 return f"--health-report {directory} would overwrite the input {path}; choose another directory"
     return None
-
-
-def _same_file(a: str, b: str) -> bool:
-    if os.path.realpath(a) == os.path.realpath(b):
-        return True
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
 
 
 def write_report(directory: str, observer: HealthObserver) -> tuple[str, str]:

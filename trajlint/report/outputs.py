@@ -6,21 +6,12 @@ written: an output naming an input file is refused, as is a file named by two ou
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 from typing import TextIO
 
+from trajlint.read import same_file
 from trajlint.report.context import Report
 from trajlint.report.formats import Output, Renderer, renderer
-
-
-def _same_file(a: str, b: str) -> bool:
-    if os.path.realpath(a) == os.path.realpath(b):
-        return True
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
 
 
 def problem(outputs: Sequence[Output], inputs: Iterable[str]) -> str | None:
@@ -33,11 +24,11 @@ def problem(outputs: Sequence[Output], inputs: Iterable[str]) -> str | None:
         )
     paths = [o.path for o in outputs if o.path is not None]
     for i, path in enumerate(paths):
-        if any(_same_file(path, other) for other in paths[:i]):
+        if any(same_file(path, other) for other in paths[:i]):
             return f"two outputs write to {path}"
     named = [p for p in inputs if p != "-"]
     for path in paths:
-        clash = next((p for p in named if _same_file(path, p)), None)
+        clash = next((p for p in named if same_file(path, p)), None)
         if clash is not None:
             return f"output file {path} is also an input ({clash}); trajlint never writes to its inputs"
     return None
