@@ -11,6 +11,17 @@ from trajlint.check.engine import row_subject, run
 from trajlint.pointer import resolve
 from trajlint.read import iter_sources
 
+def value_paths(node: Any, path: tuple = ()) -> Any:
+    """The path (keys and indices) of every value in a JSON document, the document's own first."""
+    yield path
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from value_paths(value, (*path, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from value_paths(value, (*path, index))
+
+
 POLICY = {"type": "responses_api_models", "name": "policy"}
 JUDGE = {"type": "responses_api_models", "name": "judge"}
 

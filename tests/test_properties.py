@@ -19,6 +19,7 @@ from trajlint.read import Source
 from trajlint.report import document
 from trajlint.report.formats import renderer
 
+from .rule_rows import value_paths
 from .test_build_properties import rows as contract_rows
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,15 +44,6 @@ OPS = ("drop", "retype", "duplicate", "negate", "swap-ids", "repeat-key")
 MISSING = object()
 
 
-def _paths(node, path=()):
-    yield path
-    if isinstance(node, dict):
-        for key, value in node.items():
-            yield from _paths(value, (*path, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            yield from _paths(value, (*path, index))
-
 
 def _parent(row, path):
     node = row
@@ -64,7 +56,7 @@ def _ids(row):
     """(path, value) of every string id: the values whose swap confuses joins and ownership."""
     return [
         (path, _parent(row, path)[path[-1]])
-        for path in _paths(row)
+        for path in value_paths(row)
         if path and isinstance(path[-1], str) and path[-1].endswith("_id") and isinstance(_parent(row, path)[path[-1]], str)
     ]
 
@@ -73,7 +65,7 @@ def damage(row: dict, ops: list[tuple[str, int, object]]) -> bytes:
     """Apply `ops` (each: what, a number that picks the place, a junk value); the row as text."""
     repeated: list[tuple[str, object]] = []
     for op, pick, junk in ops:
-        places = [p for p in _paths(row) if p]
+        places = [p for p in value_paths(row) if p]
         if not places:
             break
         path = places[pick % len(places)]

@@ -13,7 +13,7 @@ from trajlint.check.select import rule_set
 from trajlint.read import iter_sources
 
 from .conftest import EXAMPLES, ROOT, check_paths
-from .rule_rows import assert_pointers_resolve, findings, of
+from .rule_rows import assert_pointers_resolve, findings, of, value_paths
 
 SAMPLES = ROOT / "tests" / "data" / "contract" / "clean-rollouts.jsonl"
 GYM_ROWS = ROOT / "tests" / "data" / "nemo-gym-0.7-persisted.jsonl"
@@ -136,15 +136,6 @@ def test_rules_never_raise_on_malformed_sections(rules, tmp_path, value):
     findings([r], rules, tmp_path)  # asserts no internal error
 
 
-def _leaves(node, path=()):
-    yield path
-    if isinstance(node, dict):
-        for key, value in node.items():
-            yield from _leaves(value, (*path, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            yield from _leaves(value, (*path, index))
-
 
 def _replace(node, path, value) -> None:
     """Put `value` at `path`, unless an earlier replacement already removed the place."""
@@ -169,7 +160,7 @@ def test_rules_never_raise_on_mutated_rows():
     checked = 0
     for _ in range(120):
         r = copy.deepcopy(rnd.choice(rows))
-        places = [p for p in _leaves(r) if p and p[0] in sections and len(p) <= 6]
+        places = [p for p in value_paths(r) if p and p[0] in sections and len(p) <= 6]
         for path in rnd.sample(places, 2):
             _replace(r, path, rnd.choice(JUNK))
         subject = row_subject("mutated.jsonl", 1, orjson.dumps(r))

@@ -13,21 +13,13 @@ from trajlint.build import build
 from trajlint.check import catalog
 
 from .conftest import EXAMPLES, ROOT, check_paths
+from .rule_rows import value_paths
 
 SAMPLES = ROOT / "tests" / "data" / "contract" / "clean-rollouts.jsonl"
 JUNK = [None, -1, 1.5, True, "", "x", [], {}, [None], {"kind": "turn"}, {"model_call_id": ""}, [{}]]
 
 pytest.importorskip("jsonschema_rs")
 
-
-def _paths(value, prefix=()):
-    yield prefix
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _paths(item, (*prefix, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _paths(item, (*prefix, index))
 
 
 def _mutants(rows, count, seed=7):
@@ -36,7 +28,7 @@ def _mutants(rows, count, seed=7):
     for _ in range(count):
         row = copy.deepcopy(rng.choice(rows))
         for _ in range(rng.randint(1, 3)):
-            path = rng.choice([p for p in _paths(row) if p])
+            path = rng.choice([p for p in value_paths(row) if p])
             node = row
             for key in path[:-1]:
                 node = node[key]
