@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 import subprocess
 import sys
@@ -108,8 +109,11 @@ def corpus(tmp_path_factory) -> Path:
     return root
 
 
-def _run(args: list[str], monkeypatch, *, shard_bytes: int, min_bytes: int = 0, part_rows: int = 1000) -> tuple[int, bytes]:
+def _run(
+    args: list[str], monkeypatch, *, shard_bytes: int, min_bytes: int = 0, part_rows: int = 1000, batch_bytes: int = 50_000
+) -> tuple[int, bytes]:
     monkeypatch.setattr(read, "SHARD_BYTES", shard_bytes)
+    monkeypatch.setattr(read, "BATCH_BYTES", batch_bytes)
     monkeypatch.setattr(engine, "PART_ROWS", part_rows)
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", min_bytes)
     result = CliRunner().invoke(main, args, catch_exceptions=False)
@@ -159,18 +163,68 @@ def test_workers_are_used_when_the_input_is_large_enough(corpus, monkeypatch):
     _run([*args, "--jobs", "2"], monkeypatch, shard_bytes=50_000, min_bytes=10**9)  # too small to be worth it
     _run([*args, "--jobs", "1"], monkeypatch, shard_bytes=50_000)
     assert len(pools) == 2
+    # A compressed file is one stream, read here and checked by both workers.
+    compressed = corpus.parent / "workers-used.jsonl.gz"
+    compressed.write_bytes(gzip.compress((corpus / "rows.jsonl").read_bytes()))
+    _run(["check", "--isolated", "-q", "--jobs", "2", str(compressed)], monkeypatch, shard_bytes=50_000)
+    assert len(pools) == 4
 
 
 def test_standard_input_is_checked_in_its_turn(corpus, monkeypatch):
-    data = (corpus / "second.jsonl").read_bytes()
-    args = ["check", "--isolated", "--output-format", "json", str(corpus / "rows.jsonl"), "-", str(corpus / "second.jsonl")]
+    data = (corpus / "rows.jsonl").read_bytes()
+    args = ["check", "--isolated", "--output-format", "json", "--max-row-bytes", "300000",
+            str(corpus / "rows.jsonl"), "-", str(corpus / "second.jsonl")]
     monkeypatch.setattr(read, "SHARD_BYTES", 10**9)
     single = CliRunner().invoke(main, [*args, "--jobs", "1"], input=data)
     monkeypatch.setattr(read, "SHARD_BYTES", 50_000)
-    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(read, "BATCH_BYTES", 20_000)  # standard input in many batches
     sharded = CliRunner().invoke(main, [*args, "--jobs", "2"], input=data)
     assert single.exit_code == sharded.exit_code == 1
     assert single.stdout_bytes == sharded.stdout_bytes
+    assert b'"path":"-"' in single.stdout_bytes.replace(b" ", b"")
+
+
+def _stream_lines(source: read.Source, max_row_bytes: int, batch_bytes: int | None) -> list[tuple]:
+    items = []
+    for batch in [source] if batch_bytes is None else read.batches(source, max_row_bytes, batch_bytes):
+        items += [(type(item).__name__, *(getattr(item, name, None) for name in ("number", "raw", "size", "line", "reason")))
+                  for item in batch.lines(max_row_bytes)]
+    return items
+
+
+@pytest.mark.parametrize("batch_bytes", [1, 100, 10**6])
+def test_batches_yield_the_lines_of_the_stream(tmp_path, batch_bytes):
+    content = b'{"a":1}\n\n   \n' + b'{"long":"' + b"x" * 500 + b'"}\n' + b"{not json\n" * 3 + b'{"b":2}'
+    path = tmp_path / "rows.jsonl.gz"
+    path.write_bytes(gzip.compress(content)[:-6])  # cut before the end: the stream breaks at its last line
+    source = read.Source(str(path))
+    whole = _stream_lines(source, 100, None)
+    assert [item[0] for item in whole] == ["Line", "OversizedLine", "Line", "Line", "Line", "Unreadable"]
+    assert _stream_lines(source, 100, batch_bytes) == whole
+    parts = list(read.batches(source, 100, batch_bytes))
+    assert [b.first_shard for b in parts] == [True] + [False] * (len(parts) - 1)
+    empty = tmp_path / "empty.jsonl.gz"
+    empty.write_bytes(gzip.compress(b""))
+    assert [(b.first_shard, b.items) for b in read.batches(read.Source(str(empty)))] == [(True, ())]
+
+
+@pytest.mark.parametrize("compression", ["gzip", "zstd"])
+def test_compressed_files_are_checked_by_workers_with_the_same_report(corpus, monkeypatch, tmp_path, compression):
+    import zstandard
+
+    data = (corpus / "rows.jsonl").read_bytes()
+    compress = gzip.compress if compression == "gzip" else zstandard.ZstdCompressor().compress
+    suffix = ".gz" if compression == "gzip" else ".zst"
+    (tmp_path / f"rows.jsonl{suffix}").write_bytes(compress(data))
+    # One broken in the middle: the report names the line where it breaks, whoever reads it.
+    broken = compress(data)
+    (tmp_path / f"broken.jsonl{suffix}").write_bytes(broken[: len(broken) // 2])
+    (tmp_path / "plain.jsonl").write_bytes(data[: len(data) // 3])
+    args = ["check", "--isolated", "--output-format", "json", "--max-row-bytes", "300000", str(tmp_path)]
+    one_process = _run([*args, "--jobs", "1"], monkeypatch, shard_bytes=10**9)
+    assert one_process[0] == 1 and b"unreadable-file" in one_process[1]
+    for batch_bytes in (1, 30_000):
+        assert _run([*args, "--jobs", "2"], monkeypatch, shard_bytes=50_000, batch_bytes=batch_bytes) == one_process
 
 
 def test_jobs_setting(tmp_path):

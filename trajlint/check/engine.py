@@ -25,7 +25,7 @@ from trajlint.check.spec import (
     Violation,
 )
 from trajlint.findings import SEVERITIES, Finding, Location, Rollout, fingerprint
-from trajlint.read import Line, LineTally, OversizedLine, ParseError, Source, Unreadable, parse
+from trajlint.read import Batch, Line, LineTally, OversizedLine, ParseError, Source, Unreadable, parse
 
 INTERNAL_ERROR = "internal-error"
 _FILE = frozenset({"file"})
@@ -149,12 +149,12 @@ class RowChecker:
             plan = self._plans[evidence] = (applicable, unobserved)
         return plan
 
-    def check_unit(self, unit: Source | Unreadable, max_row_bytes: int) -> UnitResult:
+    def check_unit(self, unit: Source | Batch | Unreadable, max_row_bytes: int) -> UnitResult:
         """The whole unit's result in one piece (what a worker hands back)."""
         return next(self.check_parts(unit, max_row_bytes, None))
 
     def check_parts(
-        self, unit: Source | Unreadable, max_row_bytes: int, rows_per_part: int | None
+        self, unit: Source | Batch | Unreadable, max_row_bytes: int, rows_per_part: int | None
     ) -> Iterator[UnitResult]:
         """The unit's result in parts of `rows_per_part` rows, so that a caller that absorbs each
         part at once holds a few rows' digests, however long a file that cannot be cut (a
@@ -394,7 +394,7 @@ def row_subject(path: str, number: int, raw: bytes) -> Subject:
     )
 
 
-def unit_subjects(unit: Source | Unreadable, max_row_bytes: int, tally: LineTally | None = None) -> Iterator[Subject]:
+def unit_subjects(unit: Source | Batch | Unreadable, max_row_bytes: int, tally: LineTally | None = None) -> Iterator[Subject]:
     """What the rules look at in one unit of input: the file (unless the unit is a later shard
     of it), then each of its lines."""
     if isinstance(unit, Unreadable):

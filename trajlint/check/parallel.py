@@ -2,8 +2,9 @@
 
 A unit is a file or a shard of one (`trajlint.read.shards`). Workers run the row half of the
 run (`RowChecker`) and return each unit's findings and digests; the parent absorbs them in input
-order, so a run gives the same report whatever the number of jobs. Standard input cannot be
-handed to another process: its unit is checked in the parent, in its turn.
+order, so a run gives the same report whatever the number of jobs. A stream a worker cannot seek
+into (a compressed file, standard input) is read by the parent and handed out in batches of
+lines (`trajlint.read.batches`), so it is checked on every core too.
 """
 
 from __future__ import annotations
@@ -72,12 +73,13 @@ def check_units(
 ) -> Iterator[tuple[Unit, Iterable[UnitResult]]]:
     """(unit, the parts of its result) for every unit, in the order given.
 
-    A unit checked here comes in parts, each to be absorbed before the next is made; a unit
-    checked by a worker comes whole.
+    Each unit's parts are to be absorbed, in order, before the next unit is taken: a unit
+    checked here comes in parts of `engine.PART_ROWS` rows, a shard from a worker whole, and a
+    stream as one part per batch.
     """
-    portable = [u for u in units if not (isinstance(u, Source) and u.stream is not None)]
-    workers = min(jobs, len(portable))
-    if workers < 2 or _work_bytes(portable) < PARALLEL_MIN_BYTES:
+    # A stream, however long, can keep every worker busy; a file or shard keeps one.
+    workers = jobs if any(_is_stream(u) for u in units) else min(jobs, len(units))
+    if workers < 2 or _work_bytes(units) < PARALLEL_MIN_BYTES:
         for unit in units:
             yield unit, checker.check_parts(unit, max_row_bytes, engine.PART_ROWS)
         return
@@ -87,31 +89,49 @@ def check_units(
     # An executor, not multiprocessing.Pool: a worker that dies (killed, out of memory) breaks
     # the run with an error instead of leaving the parent waiting forever.
     pool = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_start_worker, initargs=(checker, max_row_bytes))
-    # Results are taken in input order; a few units per worker are in flight, so a slow unit
-    # never lets the results of every later one pile up in the parent.
-    ahead = iter(portable)
-    pending: deque[Future[UnitResult]] = deque()
+    # Results are taken in input order; a few tasks per worker are in flight, so a slow one
+    # never lets the results of every later one pile up in the parent, and a stream is read
+    # only as far ahead as the workers need.
+    ahead = _tasks(units, max_row_bytes)
+    pending: deque[tuple[int, Future[UnitResult]]] = deque()
 
     def submit() -> None:
-        unit = next(ahead, None)
-        if unit is not None:
-            pending.append(pool.submit(_check_in_worker, unit))
+        task = next(ahead, None)
+        if task is not None:
+            pending.append((task[0], pool.submit(_check_in_worker, task[1])))
+
+    def results(index: int, unit: Unit) -> Iterator[UnitResult]:
+        while pending and pending[0][0] == index:
+            try:
+                result = pending.popleft()[1].result()
+            except BrokenProcessPool:
+                raise WorkerLost(unit.path) from None
+            submit()
+            yield result
 
     try:
         for _ in range(workers * _UNITS_IN_FLIGHT_PER_WORKER):
             submit()
-        for unit in units:
-            if isinstance(unit, Source) and unit.stream is not None:
-                yield unit, checker.check_parts(unit, max_row_bytes, engine.PART_ROWS)
-                continue
-            try:
-                result = pending.popleft().result()
-            except BrokenProcessPool:
-                raise WorkerLost(unit.path) from None
-            submit()
-            yield unit, (result,)
+        for index, unit in enumerate(units):
+            yield unit, results(index, unit)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _is_stream(unit: Unit) -> bool:
+    """Whether only this process can read the unit's lines: standard input, or a compressed file
+    (which has no offsets a worker could start at)."""
+    return isinstance(unit, Source) and (unit.stream is not None or bool(unit.compression))
+
+
+def _tasks(units: Sequence[Unit], max_row_bytes: int) -> Iterator[tuple[int, Unit | read.Batch]]:
+    """(index of the unit, what a worker checks) in input order; a stream is read here, lazily."""
+    for index, unit in enumerate(units):
+        if _is_stream(unit):
+            for batch in read.batches(unit, max_row_bytes):  # type: ignore[arg-type]
+                yield index, batch
+        else:
+            yield index, unit
 
 
 class WorkerLost(Exception):
@@ -128,6 +148,12 @@ def _work_bytes(units: Sequence[Unit]) -> int:
     total = 0
     for unit in units:
         if not isinstance(unit, Source):
+            continue
+        if unit.stream is not None:
+            # Standard input's length is unknown until it is read; it is taken as large, since
+            # what is piped to a linter is usually a decompressed run, and a worker pool costs
+            # a small input tens of milliseconds.
+            total += PARALLEL_MIN_BYTES
             continue
         if unit.span is not None and unit.span[1] is not None:
             total += unit.span[1] - unit.span[0]
@@ -159,7 +185,7 @@ def _start_worker(checker: RowChecker, max_row_bytes: int) -> None:
     _worker = (checker, max_row_bytes)
 
 
-def _check_in_worker(unit: Unit) -> UnitResult:
+def _check_in_worker(unit: Unit | read.Batch) -> UnitResult:
     assert _worker is not None, "the pool starts every worker with _start_worker"
     checker, max_row_bytes = _worker
     return checker.check_unit(unit, max_row_bytes)
