@@ -28,7 +28,7 @@ Unit = Source | Unreadable
 # Below this much input, starting workers costs more than it saves (forking, and the parent
 # waiting for the slowest unit); the run then stays in one process whatever --jobs says.
 PARALLEL_MIN_BYTES = 8 * 1024 * 1024
-# A compressed file is one unit and its bytes on disk understate the work by about this much.
+# A compressed file's bytes on disk understate the work by about this much.
 _COMPRESSION_RATIO = 5
 _UNITS_IN_FLIGHT_PER_WORKER = 3
 _SHARDS_PER_WORKER = 4
