@@ -6,6 +6,7 @@ import gzip
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import orjson
@@ -267,6 +268,53 @@ def test_a_worker_that_dies_ends_the_run_with_an_error_not_a_hang(corpus):
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "worker process ended abruptly" in proc.stderr and "--jobs 1" in proc.stderr
+
+
+_INTERRUPTED = """
+import os, signal, sys, time
+from trajlint import read
+from trajlint.check import engine, parallel
+from trajlint.cli import main
+
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a shell may start us ignoring it
+
+def press_ctrl_c(*args):
+    os.killpg(os.getpgrp(), signal.SIGINT)  # as a terminal does: to every process of the group
+    time.sleep(60)
+
+read.SHARD_BYTES = 50_000
+parallel.PARALLEL_MIN_BYTES = 0
+if sys.argv[2] == "1":
+    engine.RowChecker.visit = press_ctrl_c
+else:
+    parallel._check_in_worker = press_ctrl_c
+sys.argv = ["trajlint", "check", "--isolated", "--jobs", sys.argv[2], sys.argv[1]]
+main()
+"""
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_ctrl_c_stops_the_run_at_once_with_exit_130_and_one_line(corpus, jobs):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _INTERRUPTED, str(corpus / "rows.jsonl"), jobs],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=50)  # the workers sleep 60 s unless they are stopped
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+    assert proc.returncode == 130, err
+    assert err == "trajlint: interrupted\n" and out == ""
+    for _ in range(100):  # no worker outlives the run
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        os.killpg(proc.pid, 9)
+        pytest.fail("a worker process was left running")
 
 
 def test_workers_started_without_fork_give_the_same_report(corpus, monkeypatch):

@@ -16,6 +16,9 @@ from trajlint import __version__
 from trajlint.findings import SEVERITIES
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+# The shell's status for a process ended by SIGINT (128 + 2): an interrupted run is neither
+# clean nor a run with findings.
+EXIT_INTERRUPTED = 130
 
 
 class Failure(click.ClickException):
@@ -33,6 +36,9 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(*args, **kwargs)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
+        except KeyboardInterrupt:
+            click.echo("trajlint: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
         except BrokenPipeError:
             # The reader (e.g. `| head`) went away; nothing left to say and no one to say it to.
             sys.stderr.close()
@@ -340,6 +346,9 @@ def check(
     for output in outputs:
         try:
             report_outputs.write(report, output, sys.stdout, console if output.path is None else None)
+        except KeyboardInterrupt:
+            click.echo("trajlint: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
         except BrokenPipeError:
             raise  # the reader went away: `_guarded` ends quietly
         except OSError as exc:  # a full disk, or standard output on one
