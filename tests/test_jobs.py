@@ -270,51 +270,70 @@ def test_a_worker_that_dies_ends_the_run_with_an_error_not_a_hang(corpus):
     assert "worker process ended abruptly" in proc.stderr and "--jobs 1" in proc.stderr
 
 
-_INTERRUPTED = """
+_STOPPED = """
 import os, signal, sys, time
 from trajlint import read
 from trajlint.check import engine, parallel
 from trajlint.cli import main
 
 signal.signal(signal.SIGINT, signal.default_int_handler)  # a shell may start us ignoring it
+path, jobs, how = sys.argv[1:]
+parent = os.getpid()
 
-def press_ctrl_c(*args):
-    os.killpg(os.getpgrp(), signal.SIGINT)  # as a terminal does: to every process of the group
+def stop(*args):
+    if how == "ctrl-c":
+        os.killpg(os.getpgrp(), signal.SIGINT)  # as a terminal does: to every process of the group
+    else:
+        os.kill(parent, signal.SIGTERM if how == "sigterm" else signal.SIGKILL)  # as `timeout` does
     time.sleep(60)
 
 read.SHARD_BYTES = 50_000
 parallel.PARALLEL_MIN_BYTES = 0
-if sys.argv[2] == "1":
-    engine.RowChecker.visit = press_ctrl_c
+if jobs == "1":
+    engine.RowChecker.visit = stop
 else:
-    parallel._check_in_worker = press_ctrl_c
-sys.argv = ["trajlint", "check", "--isolated", "--jobs", sys.argv[2], sys.argv[1]]
+    parallel._check_in_worker = stop
+sys.argv = ["trajlint", "check", "--isolated", "--jobs", jobs, path]
 main()
 """
 
 
-@pytest.mark.parametrize("jobs", ["1", "2"])
-def test_ctrl_c_stops_the_run_at_once_with_exit_130_and_one_line(corpus, jobs):
+def _group_ends(pgid: int) -> bool:
+    """Whether every process of the group has ended within a few seconds (then: none left)."""
+    for _ in range(100):
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    os.killpg(pgid, 9)
+    return False
+
+
+@pytest.mark.parametrize(
+    ("jobs", "how", "status", "said"),
+    [
+        ("1", "ctrl-c", 130, "trajlint: interrupted\n"),
+        ("2", "ctrl-c", 130, "trajlint: interrupted\n"),
+        ("1", "sigterm", 143, "trajlint: terminated\n"),
+        ("2", "sigterm", 143, "trajlint: terminated\n"),
+        ("2", "sigkill", -9, ""),  # the parent cannot answer; its workers notice it is gone
+    ],
+)
+def test_a_stopped_run_ends_at_once_with_its_status_and_no_worker_left(corpus, jobs, how, status, said):
     proc = subprocess.Popen(
-        [sys.executable, "-c", _INTERRUPTED, str(corpus / "rows.jsonl"), jobs],
+        [sys.executable, "-c", _STOPPED, str(corpus / "rows.jsonl"), jobs, how],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True,
     )
     try:
-        out, err = proc.communicate(timeout=50)  # the workers sleep 60 s unless they are stopped
+        # Workers sleep 60 s unless they are stopped, and hold the pipes open while they live.
+        out, err = proc.communicate(timeout=50)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, 9)
-    assert proc.returncode == 130, err
-    assert err == "trajlint: interrupted\n" and out == ""
-    for _ in range(100):  # no worker outlives the run
-        try:
-            os.killpg(proc.pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.05)
-    else:
-        os.killpg(proc.pid, 9)
-        pytest.fail("a worker process was left running")
+    assert proc.returncode == status, err
+    assert err == said and out == ""
+    assert _group_ends(proc.pid), "a worker process was left running"
 
 
 def test_workers_started_without_fork_give_the_same_report(corpus, monkeypatch):

@@ -16,9 +16,30 @@ from trajlint import __version__
 from trajlint.findings import SEVERITIES
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-# The shell's status for a process ended by SIGINT (128 + 2): an interrupted run is neither
-# clean nor a run with findings.
-EXIT_INTERRUPTED = 130
+# The shell's statuses for a process ended by SIGINT and SIGTERM (128 + the signal): a run
+# stopped before its end is neither clean nor a run with findings.
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived (`timeout`, a process manager). Raised like Ctrl-C's KeyboardInterrupt so
+    that the run unwinds and stops its workers; a BaseException, so that no `except Exception`
+    on the way (rule containment) takes it for a bug."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated
+
+
+def _on_sigterm(handler: Any) -> Any:
+    """Install `handler` for SIGTERM and return the one it replaces (None where signals cannot
+    be set from here: a thread other than the main one)."""
+    import signal
+
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:
+        return None
 
 
 class Failure(click.ClickException):
@@ -32,6 +53,7 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, debug: bool = False, **kwargs: Any) -> Any:
+        previous = _on_sigterm(_raise_terminated)
         try:
             return fn(*args, **kwargs)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
@@ -39,6 +61,9 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
         except KeyboardInterrupt:
             click.echo("trajlint: interrupted", err=True)
             sys.exit(EXIT_INTERRUPTED)
+        except Terminated:
+            click.echo("trajlint: terminated", err=True)
+            sys.exit(EXIT_TERMINATED)
         except BrokenPipeError:
             # The reader (e.g. `| head`) went away; nothing left to say and no one to say it to.
             sys.stderr.close()
@@ -52,6 +77,9 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
                 err=True,
             )
             sys.exit(EXIT_ERROR)
+        finally:
+            if previous is not None:
+                _on_sigterm(previous)
 
     return click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")(wrapper)
 

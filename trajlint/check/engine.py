@@ -7,6 +7,7 @@ identity and fingerprint, and containing a rule that raises (`internal-error`) s
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -438,10 +439,12 @@ def run(
         engine.result.coverage[internal.code] = Coverage(internal.name)
     units = parallel.plan_units(sources, jobs)
     lines_before = 0  # of the unit's file, when the unit is a later shard of it
-    for unit, parts in parallel.check_units(engine.checker, units, max_row_bytes, jobs):
-        if isinstance(unit, Unreadable) or unit.first_shard:
-            lines_before = 0
-        for part in parts:
-            engine.absorb(part, lines_before)
-            lines_before += part.physical_lines
+    # Closed on the way out, whatever ends the loop, so that workers never outlive it.
+    with contextlib.closing(parallel.check_units(engine.checker, units, max_row_bytes, jobs)) as checked:
+        for unit, parts in checked:
+            if isinstance(unit, Unreadable) or unit.first_shard:
+                lines_before = 0
+            for part in parts:
+                engine.absorb(part, lines_before)
+                lines_before += part.physical_lines
     return engine.finish()

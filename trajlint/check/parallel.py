@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
+import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -34,6 +36,7 @@ _COMPRESSION_RATIO = 5
 _UNITS_IN_FLIGHT_PER_WORKER = 3
 _SHARDS_PER_WORKER = 4
 _MIN_SHARD_BYTES = 1024 * 1024
+_PARENT_POLL_SECONDS = 0.5
 
 
 def plan_units(sources: Iterable[Source | Unreadable], jobs: int) -> list[Unit]:
@@ -76,7 +79,8 @@ def check_units(
 
     Each unit's parts are to be absorbed, in order, before the next unit is taken: a unit
     checked here comes in parts of `engine.PART_ROWS` rows, a shard from a worker whole, and a
-    stream as one part per batch.
+    stream as one part per batch. A caller that stops early closes the generator, which stops
+    the workers at once.
     """
     # A stream, however long, can keep every worker busy; a file or shard keeps one.
     workers = jobs if any(_is_stream(u) for u in units) else min(jobs, len(units))
@@ -107,18 +111,20 @@ def check_units(
                 result = pending.popleft()[1].result()
             except BrokenProcessPool:
                 raise WorkerLost(unit.path) from None
-            except KeyboardInterrupt:  # where Ctrl-C finds the parent nearly always: waiting
-                _stop_workers(pool)
-                raise
             submit()
             yield result
 
+    finished = False
     try:
         for _ in range(workers * _UNITS_IN_FLIGHT_PER_WORKER):
             submit()
         for index, unit in enumerate(units):
             yield unit, results(index, unit)
+        finished = True
     finally:
+        # Closed before the end (Ctrl-C, SIGTERM, a lost worker): nobody will take the results.
+        if not finished:
+            _stop_workers(pool)
         pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -198,10 +204,20 @@ _worker: tuple[RowChecker, int] | None = None
 def _start_worker(checker: RowChecker, max_row_bytes: int) -> None:
     global _worker
     # Ctrl-C reaches every process of the terminal's group: the parent alone answers it (it
-    # cancels what is queued and lets running units end), so a worker neither dies with a
-    # traceback nor leaves the pool broken.
+    # stops the workers), so a worker does not die with a traceback of its own. SIGTERM ends a
+    # worker plainly, whatever handler the parent had when it forked.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     _worker = (checker, max_row_bytes)
+
+
+def _exit_with_parent(parent: int) -> None:
+    """End this worker once its parent is gone (killed, say, with SIGKILL): nobody would take its
+    results, and a worker left running keeps the run's output pipes open."""
+    while os.getppid() == parent:
+        time.sleep(_PARENT_POLL_SECONDS)
+    os._exit(1)
 
 
 def _check_in_worker(unit: Unit | read.Batch) -> UnitResult:
