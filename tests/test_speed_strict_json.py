@@ -51,3 +51,20 @@ def test_has_exponent_is_the_plain_search():
         cases.append(bytes(rng.choice(b"ex+1 ") for _ in range(rng.randrange(60))))
     for case in cases:
         assert has_exponent(case) == (b"e+" in case), case
+
+
+@pytest.mark.parametrize(
+    ("raw", "repeated"),
+    [
+        (b'{"a":1,"b":{"c":[1,2],"d":"x:y"}}', []),  # as orjson writes it: equal to its re-serialization
+        (b'{"a":1,"b":{"c":[1,2],"c":"x:y"}}', ["/b/c"]),  # compact, but a key repeats
+        (b'{"a": 1, "b": {"c": [1, 2], "d": "x:y"}}', []),  # written otherwise: the colons are counted
+        (b'{"a": 1, "b": {"c": [1, 2], "c": "x:y"}}', ["/b/c"]),
+        (b'{"a":1,"a":1}', ["/a"]),  # the same pair twice
+    ],
+)
+def test_repeated_keys_are_found_however_the_line_is_written(raw, repeated):
+    from trajlint.check.rules.strict_json import may_repeat_keys
+
+    assert may_repeat_keys(raw, orjson.dumps(orjson.loads(raw))) == bool(repeated)
+    assert _findings(duplicate_key, raw) == repeated
