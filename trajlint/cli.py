@@ -155,8 +155,9 @@ def _lint_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "--jobs",
             type=click.IntRange(min=0),
             metavar="N",
-            help="Check with N processes; large files are cut into shards at line ends. The report "
-            "is the same for every N. [default: 0, one per usable core]",
+            help="Check with N processes; large files are cut into shards at line ends, and "
+            "compressed files and standard input are read here and handed out in batches of lines. "
+            "The report is the same for every N. [default: 0, one per usable core]",
         ),
     ]
     for option in reversed(options):
