@@ -271,28 +271,40 @@ def test_a_worker_that_dies_ends_the_run_with_an_error_not_a_hang(corpus):
 
 
 _STOPPED = """
-import os, signal, sys, time
+import os, signal, sys, tempfile
 from trajlint import read
 from trajlint.check import engine, parallel
 from trajlint.cli import main
 
 signal.signal(signal.SIGINT, signal.default_int_handler)  # a shell may start us ignoring it
-path, jobs, how = sys.argv[1:]
+path, jobs, how, once = sys.argv[1:]
 parent = os.getpid()
+check_in_worker, visit = parallel._check_in_worker, engine.RowChecker.visit
 
-def stop(*args):
+def stop_once():
+    try:  # whichever process gets here first, once per run
+        os.close(os.open(once, os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        return
     if how == "ctrl-c":
         os.killpg(os.getpgrp(), signal.SIGINT)  # as a terminal does: to every process of the group
     else:
         os.kill(parent, signal.SIGTERM if how == "sigterm" else signal.SIGKILL)  # as `timeout` does
-    time.sleep(60)
+
+def stop_in_worker(unit):
+    stop_once()
+    return check_in_worker(unit)
+
+def stop_in_visit(self, subject):
+    stop_once()
+    return visit(self, subject)
 
 read.SHARD_BYTES = 50_000
 parallel.PARALLEL_MIN_BYTES = 0
 if jobs == "1":
-    engine.RowChecker.visit = stop
+    engine.RowChecker.visit = stop_in_visit
 else:
-    parallel._check_in_worker = stop
+    parallel._check_in_worker = stop_in_worker
 sys.argv = ["trajlint", "check", "--isolated", "--jobs", jobs, path]
 main()
 """
@@ -320,14 +332,14 @@ def _group_ends(pgid: int) -> bool:
         ("2", "sigkill", -9, ""),  # the parent cannot answer; its workers notice it is gone
     ],
 )
-def test_a_stopped_run_ends_at_once_with_its_status_and_no_worker_left(corpus, jobs, how, status, said):
+def test_a_stopped_run_ends_with_its_status_and_no_worker_left(corpus, tmp_path, jobs, how, status, said):
     proc = subprocess.Popen(
-        [sys.executable, "-c", _STOPPED, str(corpus / "rows.jsonl"), jobs, how],
+        [sys.executable, "-c", _STOPPED, str(corpus / "rows.jsonl"), jobs, how, str(tmp_path / "stopped")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True,
     )
     try:
-        # Workers sleep 60 s unless they are stopped, and hold the pipes open while they live.
-        out, err = proc.communicate(timeout=50)
+        # A worker left running would hold the pipes open: the run would never seem to end.
+        out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, 9)

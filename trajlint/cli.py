@@ -31,15 +31,25 @@ def _raise_terminated(signum: int, frame: Any) -> None:
     raise Terminated
 
 
-def _on_sigterm(handler: Any) -> Any:
-    """Install `handler` for SIGTERM and return the one it replaces (None where signals cannot
-    be set from here: a thread other than the main one)."""
+def _set_stop_handlers(on_int: Any, on_term: Any) -> tuple[Any, Any] | None:
+    """Install handlers for SIGINT and SIGTERM and return the ones they replace (None where
+    signals cannot be set from here: a thread other than the main one)."""
     import signal
 
     try:
-        return signal.signal(signal.SIGTERM, handler)
+        previous = signal.signal(signal.SIGINT, on_int), signal.signal(signal.SIGTERM, on_term)
     except ValueError:
         return None
+    # None: a handler set outside Python, which cannot be put back; the default stands in.
+    return tuple(signal.SIG_DFL if p is None else p for p in previous)  # type: ignore[return-value]
+
+
+def _ignore_stop_signals() -> None:
+    """A second Ctrl-C (or SIGTERM) while trajlint says why it stops must not cut that short
+    into another status."""
+    import signal
+
+    _set_stop_handlers(signal.SIG_IGN, signal.SIG_IGN)
 
 
 class Failure(click.ClickException):
@@ -53,15 +63,20 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, debug: bool = False, **kwargs: Any) -> Any:
-        previous = _on_sigterm(_raise_terminated)
+        import signal
+
+        on_int = signal.getsignal(signal.SIGINT)  # kept: the shell may have set it ignored
+        previous = _set_stop_handlers(signal.SIG_DFL if on_int is None else on_int, _raise_terminated)
         try:
             return fn(*args, **kwargs)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except KeyboardInterrupt:
+            _ignore_stop_signals()
             click.echo("trajlint: interrupted", err=True)
             sys.exit(EXIT_INTERRUPTED)
         except Terminated:
+            _ignore_stop_signals()
             click.echo("trajlint: terminated", err=True)
             sys.exit(EXIT_TERMINATED)
         except BrokenPipeError:
@@ -79,7 +94,7 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
             sys.exit(EXIT_ERROR)
         finally:
             if previous is not None:
-                _on_sigterm(previous)
+                _set_stop_handlers(*previous)
 
     return click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")(wrapper)
 
@@ -375,9 +390,6 @@ def check(
     for output in outputs:
         try:
             report_outputs.write(report, output, sys.stdout, console if output.path is None else None)
-        except KeyboardInterrupt:
-            click.echo("trajlint: interrupted", err=True)
-            sys.exit(EXIT_INTERRUPTED)
         except BrokenPipeError:
             raise  # the reader went away: `_guarded` ends quietly
         except OSError as exc:  # a full disk, or standard output on one

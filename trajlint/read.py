@@ -31,12 +31,13 @@ import zstandard
 
 __all__ = [
     "DEFAULT_MAX_ROW_BYTES",
+    "Batch",
     "Line",
     "OversizedLine",
-    "Batch",
     "ParseError",
     "Source",
     "Unreadable",
+    "batches",
     "iter_sources",
     "parse",
     "shards",
@@ -245,11 +246,15 @@ class Batch:
     path: str
     first_shard: bool
     items: tuple[tuple[int, bytes] | OversizedLine | Unreadable, ...]
+    size: int = 0  # bytes of its lines
 
     def lines(
         self, max_row_bytes: int = DEFAULT_MAX_ROW_BYTES, tally: LineTally | None = None
     ) -> Iterator[Line | OversizedLine | Unreadable]:
-        """The batch's items as the stream yielded them (the row cap was applied when it was read)."""
+        """The batch's items as the stream yielded them (the row cap was applied when it was read).
+
+        `tally` stays at 0: the lines carry their numbers in the whole stream, so nobody adds
+        lines before them."""
         path = self.path
         for item in self.items:
             yield Line(path, *item) if type(item) is tuple else item  # type: ignore[misc]
@@ -273,10 +278,10 @@ def batches(
         else:
             items.append(item)  # type: ignore[arg-type]
         if size >= batch_bytes or len(items) >= BATCH_ROWS:
-            yield Batch(source.path, first, tuple(items))
+            yield Batch(source.path, first, tuple(items), size)
             items, size, first = [], 0, False
     if items or first:
-        yield Batch(source.path, first, tuple(items))
+        yield Batch(source.path, first, tuple(items), size)
 
 
 def same_file(a: str, b: str) -> bool:

@@ -9,6 +9,7 @@ lines (`trajlint.read.batches`), so it is checked on every core too.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -37,6 +38,8 @@ _UNITS_IN_FLIGHT_PER_WORKER = 3
 _SHARDS_PER_WORKER = 4
 _MIN_SHARD_BYTES = 1024 * 1024
 _PARENT_POLL_SECONDS = 0.5
+# Bytes of stream batches handed out but not yet checked, beyond one batch per worker.
+READ_AHEAD_BYTES = 32 * 1024 * 1024
 
 
 def plan_units(sources: Iterable[Source | Unreadable], jobs: int) -> list[Unit]:
@@ -79,8 +82,9 @@ def check_units(
 
     Each unit's parts are to be absorbed, in order, before the next unit is taken: a unit
     checked here comes in parts of `engine.PART_ROWS` rows, a shard from a worker whole, and a
-    stream as one part per batch. A caller that stops early closes the generator, which stops
-    the workers at once.
+    stream as one part per batch. A caller that stops early (Ctrl-C, SIGTERM) closes the
+    generator: what is queued is cancelled and the units being checked are let finish, since
+    a worker stopped halfway through sending its result would leave the pool waiting forever.
     """
     # A stream, however long, can keep every worker busy; a file or shard keeps one.
     workers = jobs if any(_is_stream(u) for u in units) else min(jobs, len(units))
@@ -94,49 +98,68 @@ def check_units(
     # An executor, not multiprocessing.Pool: a worker that dies (killed, out of memory) breaks
     # the run with an error instead of leaving the parent waiting forever.
     pool = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_start_worker, initargs=(checker, max_row_bytes))
-    # Results are taken in input order; a few tasks per worker are in flight, so a slow one
-    # never lets the results of every later one pile up in the parent, and a stream is read
-    # only as far ahead as the workers need.
+    # Results are taken in input order. A few tasks per worker are in flight, so a slow one
+    # never lets the results of every later one pile up here; a stream is read only as far
+    # ahead as the workers need, and never more than `READ_AHEAD_BYTES` beyond one batch
+    # per worker (a stream of huge rows is one row a batch).
     ahead = _tasks(units, max_row_bytes)
-    pending: deque[tuple[int, Future[UnitResult]]] = deque()
+    pending: deque[tuple[int, int, Future[UnitResult]]] = deque()  # (unit index, bytes held, future)
+    held = 0
 
-    def submit() -> None:
-        task = next(ahead, None)
-        if task is not None:
-            pending.append((task[0], pool.submit(_check_in_worker, task[1])))
+    def fill() -> None:
+        nonlocal held
+        while len(pending) < workers * _UNITS_IN_FLIGHT_PER_WORKER and (len(pending) < workers or held < READ_AHEAD_BYTES):
+            task = next(ahead, None)
+            if task is None:
+                return
+            index, work = task
+            size = work.size if isinstance(work, read.Batch) else 0
+            try:
+                # Workers are forked here: they must not get a stop signal before they have
+                # set themselves up to ignore it (`_start_worker`).
+                with _stop_signals_held():
+                    future = pool.submit(_check_in_worker, work)
+            except BrokenProcessPool:
+                raise WorkerLost(units[index].path) from None
+            pending.append((index, size, future))
+            held += size
 
     def results(index: int, unit: Unit) -> Iterator[UnitResult]:
+        nonlocal held
         while pending and pending[0][0] == index:
+            _, size, future = pending.popleft()
             try:
-                result = pending.popleft()[1].result()
+                result = future.result()
             except BrokenProcessPool:
                 raise WorkerLost(unit.path) from None
-            submit()
+            held -= size
+            fill()
             yield result
 
-    finished = False
     try:
-        for _ in range(workers * _UNITS_IN_FLIGHT_PER_WORKER):
-            submit()
+        fill()
         for index, unit in enumerate(units):
             yield unit, results(index, unit)
-        finished = True
     finally:
-        # Closed before the end (Ctrl-C, SIGTERM, a lost worker): nobody will take the results.
-        if not finished:
-            _stop_workers(pool)
+        ahead.close()  # the stream being read, if any
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _stop_workers(pool: Any) -> None:
-    """End the workers now, not after the units they are checking (a 16 MiB shard takes a
-    second): the run is interrupted and nobody waits for their results."""
-    stop = getattr(pool, "terminate_workers", None)  # Python 3.14+
-    if stop is not None:
-        stop()
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+@contextlib.contextmanager
+def _stop_signals_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait (the kernel keeps them pending) until the block is left, and a
+    process forked inside it starts with them held too."""
+    if not hasattr(signal, "pthread_sigmask"):  # Windows: no fork, no such signals to hold
+        yield
         return
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
-        process.terminate()
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _is_stream(unit: Unit) -> bool:
@@ -204,10 +227,13 @@ _worker: tuple[RowChecker, int] | None = None
 def _start_worker(checker: RowChecker, max_row_bytes: int) -> None:
     global _worker
     # Ctrl-C reaches every process of the terminal's group: the parent alone answers it (it
-    # stops the workers), so a worker does not die with a traceback of its own. SIGTERM ends a
-    # worker plainly, whatever handler the parent had when it forked.
+    # lets the workers finish what they hold and exit), so a worker does not die with a
+    # traceback of its own. SIGTERM ends a worker plainly, whatever handler the parent had
+    # when it forked. Both were held from the fork until now (`_stop_signals_held`).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     _worker = (checker, max_row_bytes)
 
