@@ -5,6 +5,7 @@ every pointer (of a finding and of what it cites) resolves in its row or is "" (
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 from pathlib import Path
@@ -73,7 +74,10 @@ def damage(row: dict, ops: list[tuple[str, int, object]]) -> bytes:
         if op == "drop":
             del parent[last]
         elif op == "retype":
-            parent[last] = junk
+            # A copy: JUNK's lists and dicts are shared by every example. Put in the row itself,
+            # later ops edit them in place (or put one inside itself: a cycle, on which the
+            # strategy raises part-way), so the same choices give other rows later in the process.
+            parent[last] = copy.deepcopy(junk)
         elif op == "duplicate" and isinstance(parent, list):
             parent.insert(last, json.loads(json.dumps(parent[last])))
         elif op == "negate" and type(parent[last]) in (int, float):

@@ -162,7 +162,7 @@ def test_rules_never_raise_on_mutated_rows():
         r = copy.deepcopy(rnd.choice(rows))
         places = [p for p in value_paths(r) if p and p[0] in sections and len(p) <= 6]
         for path in rnd.sample(places, 2):
-            _replace(r, path, rnd.choice(JUNK))
+            _replace(r, path, copy.deepcopy(rnd.choice(JUNK)))  # JUNK is shared: never edited in place
         subject = row_subject("mutated.jsonl", 1, orjson.dumps(r))
         try:
             subject.build
