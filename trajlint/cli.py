@@ -73,10 +73,12 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise
         except KeyboardInterrupt:
             _ignore_stop_signals()
+            previous = None  # the process is on its way out: a third signal changes nothing
             click.echo("trajlint: interrupted", err=True)
             sys.exit(EXIT_INTERRUPTED)
         except Terminated:
             _ignore_stop_signals()
+            previous = None
             click.echo("trajlint: terminated", err=True)
             sys.exit(EXIT_TERMINATED)
         except BrokenPipeError:
