@@ -396,3 +396,55 @@ def test_sarif_for_stdin():
     log = sarif.sarif_log(report)
     jsonschema.Draft4Validator(SARIF_SCHEMA).validate(log)
     assert log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "-"
+
+
+# -- writing report files -----------------------------------------------------------------------
+
+
+def _write(path, chunks):
+    import io
+
+    from trajlint.report import outputs
+
+    def render(report):
+        for chunk in chunks:
+            if isinstance(chunk, BaseException):
+                raise chunk
+            yield chunk
+
+    outputs.write(None, Output("json", str(path)), io.StringIO(), render)
+
+
+def test_a_report_file_is_replaced_whole_keeping_its_mode_and_its_link(tmp_path):
+    import os
+
+    report = tmp_path / "out" / "trajlint.json"
+    report.parent.mkdir()
+    report.write_text("old")
+    os.chmod(report, 0o640)
+    link = tmp_path / "latest.json"
+    link.symlink_to(report)
+    _write(link, ["new ", "report"])
+    assert link.is_symlink() and report.read_text() == "new report"
+    assert os.stat(report).st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in report.parent.iterdir()) == ["trajlint.json"]  # no temporary left
+    _write(tmp_path / "fresh.json", ["x"])
+    umask = os.umask(0)
+    os.umask(umask)
+    assert os.stat(tmp_path / "fresh.json").st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_a_report_cut_short_leaves_the_previous_one_whole(tmp_path):
+    report = tmp_path / "trajlint.sarif"
+    report.write_text("previous")
+    with pytest.raises(KeyboardInterrupt):
+        _write(report, ["half of a", KeyboardInterrupt()])
+    assert report.read_text() == "previous"
+    assert [p.name for p in tmp_path.iterdir()] == ["trajlint.sarif"]
+
+
+def test_a_report_to_a_device_is_written_in_place(tmp_path):
+    import os
+
+    _write("/dev/null", ["anything"])
+    assert not os.path.isfile("/dev/null")

@@ -6,6 +6,9 @@ written: an output naming an input file is refused, as is a file named by two ou
 
 from __future__ import annotations
 
+import contextlib
+import os
+import stat
 from collections.abc import Iterable, Sequence
 from typing import TextIO
 
@@ -42,9 +45,56 @@ def write(report: Report, output: Output, stdout: TextIO, render: Renderer | Non
             stdout.write(chunk)
         stdout.flush()
         return
-    with open(output.path, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as handle:
-        for chunk in chunks:
-            handle.write(chunk)
+    target = os.path.realpath(output.path)  # a link's file is replaced, not the link
+    opened = _temporary_beside(target) if _replaceable(target) else None
+    if opened is None:  # a device or FIFO, or a directory that takes no new file: written in place
+        with open(output.path, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
+        return
+    # Written beside the target and renamed over it, so that a run stopped halfway (Ctrl-C, a
+    # full disk) leaves the previous report whole instead of a truncated one.
+    fd, temporary = opened
+    try:
+        with open(fd, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
+        os.chmod(temporary, _mode_for(target))
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def _temporary_beside(path: str) -> tuple[int, str] | None:
+    import tempfile
+
+    directory, name = os.path.split(path)
+    try:
+        return tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory or ".")
+    except OSError:
+        return None
+
+
+def _replaceable(path: str) -> bool:
+    """A regular file, or nothing yet: what may be replaced by renaming (not /dev/stdout or a FIFO)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+def _mode_for(path: str) -> int:
+    """The permissions the report gets: those of the file it replaces, else what `open` gives."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def append_step_summary(report: Report, path: str) -> None:
