@@ -46,7 +46,14 @@ def write(report: Report, output: Output, stdout: TextIO, render: Renderer | Non
         stdout.flush()
         return
     target = os.path.realpath(output.path)  # a link's file is replaced, not the link
-    opened = _temporary_beside(target) if _replaceable(target) else None
+    try:
+        mode: int | None = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError:
+        mode = 0  # cannot tell: written in place, as any file is by `open`
+    # Only a regular file (or none yet) may be replaced by renaming: not /dev/stdout or a FIFO.
+    opened = _temporary_beside(target) if mode is None or stat.S_ISREG(mode) else None
     if opened is None:  # a device or FIFO, or a directory that takes no new file: written in place
         with open(output.path, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as handle:
             for chunk in chunks:
@@ -59,7 +66,8 @@ def write(report: Report, output: Output, stdout: TextIO, render: Renderer | Non
         with open(fd, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as handle:
             for chunk in chunks:
                 handle.write(chunk)
-        os.chmod(temporary, _mode_for(target))
+        # The permissions of the file it replaces, else those `open` would give a new one.
+        os.chmod(temporary, stat.S_IMODE(mode) if mode is not None else 0o666 & ~_umask())
         os.replace(temporary, target)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -77,24 +85,10 @@ def _temporary_beside(path: str) -> tuple[int, str] | None:
         return None
 
 
-def _replaceable(path: str) -> bool:
-    """A regular file, or nothing yet: what may be replaced by renaming (not /dev/stdout or a FIFO)."""
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-
-
-def _mode_for(path: str) -> int:
-    """The permissions the report gets: those of the file it replaces, else what `open` gives."""
-    try:
-        return stat.S_IMODE(os.stat(path).st_mode)
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+def _umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
 
 
 def append_step_summary(report: Report, path: str) -> None:
