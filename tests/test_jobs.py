@@ -271,7 +271,7 @@ def test_a_worker_that_dies_ends_the_run_with_an_error_not_a_hang(corpus):
 
 
 _STOPPED = """
-import os, signal, sys, tempfile
+import os, signal, sys
 from trajlint import read
 from trajlint.check import engine, parallel
 from trajlint.cli import main

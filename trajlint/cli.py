@@ -6,6 +6,7 @@ Heavy modules are imported inside the commands so that `trajlint --help` starts 
 from __future__ import annotations
 
 import functools
+import signal
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -34,8 +35,6 @@ def _raise_terminated(signum: int, frame: Any) -> None:
 def _set_stop_handlers(on_int: Any, on_term: Any) -> tuple[Any, Any] | None:
     """Install handlers for SIGINT and SIGTERM and return the ones they replace (None where
     signals cannot be set from here: a thread other than the main one)."""
-    import signal
-
     try:
         previous = signal.signal(signal.SIGINT, on_int), signal.signal(signal.SIGTERM, on_term)
     except ValueError:
@@ -47,8 +46,6 @@ def _set_stop_handlers(on_int: Any, on_term: Any) -> tuple[Any, Any] | None:
 def _ignore_stop_signals() -> None:
     """A second Ctrl-C (or SIGTERM) while trajlint says why it stops must not cut that short
     into another status."""
-    import signal
-
     _set_stop_handlers(signal.SIG_IGN, signal.SIG_IGN)
 
 
@@ -63,8 +60,6 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, debug: bool = False, **kwargs: Any) -> Any:
-        import signal
-
         on_int = signal.getsignal(signal.SIGINT)  # kept: the shell may have set it ignored
         previous = _set_stop_handlers(signal.SIG_DFL if on_int is None else on_int, _raise_terminated)
         try:

@@ -53,25 +53,23 @@ def write(report: Report, output: Output, stdout: TextIO, render: Renderer | Non
     except OSError:
         mode = 0  # cannot tell: written in place, as any file is by `open`
     # Only a regular file (or none yet) may be replaced by renaming: not /dev/stdout or a FIFO.
+    # Anything else, and a directory that takes no new file, is written in place. Otherwise the
+    # report is written beside the target and renamed over it, so that a run stopped halfway
+    # (Ctrl-C, a full disk) leaves the previous report whole instead of a truncated one.
     opened = _temporary_beside(target) if mode is None or stat.S_ISREG(mode) else None
-    if opened is None:  # a device or FIFO, or a directory that takes no new file: written in place
-        with open(output.path, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as handle:
-            for chunk in chunks:
-                handle.write(chunk)
-        return
-    # Written beside the target and renamed over it, so that a run stopped halfway (Ctrl-C, a
-    # full disk) leaves the previous report whole instead of a truncated one.
-    fd, temporary = opened
+    fd, temporary = opened if opened is not None else (None, None)
     try:
-        with open(fd, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as handle:
+        with open(output.path if fd is None else fd, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as handle:
             for chunk in chunks:
                 handle.write(chunk)
-        # The permissions of the file it replaces, else those `open` would give a new one.
-        os.chmod(temporary, stat.S_IMODE(mode) if mode is not None else 0o666 & ~_umask())
-        os.replace(temporary, target)
+        if temporary is not None:
+            # The permissions of the file it replaces, else those `open` would give a new one.
+            os.chmod(temporary, stat.S_IMODE(mode) if mode is not None else 0o666 & ~_umask())
+            os.replace(temporary, target)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
         raise
 
 
