@@ -8,8 +8,8 @@ import orjson
 import pytest
 
 from trajlint import schemas
-from trajlint.build import build
-from trajlint.build.dialects import turn_content
+from trajlint.builder import build
+from trajlint.builder.dialects import turn_content
 
 from .conftest import EXAMPLES, ROOT
 

@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trajlint import schemas
-from trajlint.build import build
-from trajlint.build.ledger import OUTCOME_TURN
+from trajlint.builder import build
+from trajlint.builder.ledger import OUTCOME_TURN
 
 IDS = st.sampled_from(["a", "b", "c", "d", ""])
 SERVERS = st.sampled_from([{"type": "responses_api_models", "name": "policy"}, {"type": "responses_api_models", "name": "judge"}])

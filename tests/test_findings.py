@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trajlint.build.identity import rollout_identity
+from trajlint.builder.identity import rollout_identity
 from trajlint.findings import Rollout, fingerprint, severity_rank
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trajlint.build import build
+from trajlint.builder import build
 
 from .rule_rows import JUDGE, call, compaction, findings, invocation, of, row, trajectory, turn
 

@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from trajlint import validation
-from trajlint.build import build
+from trajlint.builder import build
 from trajlint.check import catalog
 
 from .conftest import EXAMPLES, ROOT, check_paths

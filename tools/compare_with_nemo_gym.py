@@ -51,7 +51,7 @@ def _dialect_of(trajectory: dict[str, Any], ref: dict[str, Any] | None) -> str |
 
 def compare_row(row: dict[str, Any], gym: dict[str, Any]) -> list[tuple[str, str]]:
     """(category, description) of each difference; category "unexplained" is a fidelity bug."""
-    from trajlint.build import build
+    from trajlint.builder import build
 
     ours = build(row)
     theirs = gym.get("ng_trajectory")

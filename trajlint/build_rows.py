@@ -12,7 +12,7 @@ from typing import IO
 
 import orjson
 
-from trajlint.build import build
+from trajlint.builder import build
 from trajlint.check.engine import Engine, RuleSpec, subjects
 from trajlint.findings import Finding
 from trajlint.read import Source, Unreadable

@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from trajlint.build.identity import python_str
+from trajlint.builder.identity import python_str
 from trajlint.check import health_view as hv
 from trajlint.check.spec import Subject
 from trajlint.findings import Finding, Location

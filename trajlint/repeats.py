@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from trajlint.build.identity import python_str
+from trajlint.builder.identity import python_str
 from trajlint.findings import Location, Rollout
 
 HEALTHY, UNHEALTHY, UNOBSERVED = "healthy", "unhealthy", "unobserved"

@@ -15,7 +15,7 @@ PAYLOAD_KEYS = ("request", "response", "request_raw", "response_raw")
 
 
 def persist(row: dict[str, Any]) -> dict[str, Any]:
-    from trajlint.build import build  # imported here: only persisted rows need trajlint
+    from trajlint.builder import build  # imported here: only persisted rows need trajlint
 
     # The builder gets its own copy: the generator shares sub-objects between payloads.
     row["ng_trajectory"] = build(orjson.loads(orjson.dumps(row))).trajectory

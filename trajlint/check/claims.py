@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from trajlint.build.ledger import (
+from trajlint.builder.ledger import (
     AGENT,
     COMPACTION,
     COMPACTION_AFTER,

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajlint.build.identity import rollout_identity
+from trajlint.builder.identity import rollout_identity
 from trajlint.check.catalog import Entry, packaged
 from trajlint.check.spec import (
     IMPLEMENTATIONS,

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajlint.build.ledger import CallIndex, ref_key
+from trajlint.builder.ledger import CallIndex, ref_key
 from trajlint.check.spec import Subject
 
 FAILED_RESPONSE_STATUSES = frozenset({"failed", "error", "cancelled"})

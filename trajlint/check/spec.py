@@ -68,7 +68,7 @@ class Subject:
     def build(self) -> Any:
         """The row's built trajectory and ownership ledger, built once, on first use."""
         if self._build is None:
-            from trajlint.build import build
+            from trajlint.builder import build
 
             self._build = build(self.value)
         return self._build

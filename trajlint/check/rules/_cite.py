@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from itertools import chain
 
-from trajlint.build.ledger import CallEntry
+from trajlint.builder.ledger import CallEntry
 from trajlint.check.spec import Subject
 from trajlint.findings import Location
 

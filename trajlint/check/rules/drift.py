@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from trajlint.build.dialects import turn_content
-from trajlint.build.ledger import AGENT_KINDS, OUTCOME_TURN, TURN, CallEntry, Claim
+from trajlint.builder.dialects import turn_content
+from trajlint.builder.ledger import AGENT_KINDS, OUTCOME_TURN, TURN, CallEntry, Claim
 from trajlint.check import walk
 from trajlint.check.claims import call_label, first_claims, owner_text
 from trajlint.check.rules._cite import cite, places

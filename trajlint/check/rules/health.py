@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from trajlint.build.dialects import turn_content
-from trajlint.build.ledger import AGENT, OUTCOME_TURN, TURN, ref_key
+from trajlint.builder.dialects import turn_content
+from trajlint.builder.ledger import AGENT, OUTCOME_TURN, TURN, ref_key
 from trajlint.check import walk
 from trajlint.check import health_view as hv
 from trajlint.check.health_view import HealthFinding, HealthView, check

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from trajlint.build.ledger import (
+from trajlint.builder.ledger import (
     AGENT_KINDS,
     COMPACTION,
     COMPACTION_AFTER,

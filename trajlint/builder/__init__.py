@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from trajlint.build.builder import Build, build
+    from trajlint.builder.steps import Build, build
 
 __all__ = ["Build", "build"]
 
@@ -13,7 +13,7 @@ __all__ = ["Build", "build"]
 def __getattr__(name: str) -> Any:
     # Imported on first use, so that reading a row's identity does not load the whole builder.
     if name in __all__:
-        from trajlint.build import builder
+        from trajlint.builder import steps
 
-        return getattr(builder, name)
+        return getattr(steps, name)
     raise AttributeError(name)

@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajlint.build import canonical
-from trajlint.build.dialects import turn_content
-from trajlint.build.evidence import CAPTURE, OBSERVATIONS, STATED, Evidence, Item, read
-from trajlint.build.identity import rollout_identity
-from trajlint.build.ledger import (
+from trajlint.builder import canonical
+from trajlint.builder.dialects import turn_content
+from trajlint.builder.evidence import CAPTURE, OBSERVATIONS, STATED, Evidence, Item, read
+from trajlint.builder.identity import rollout_identity
+from trajlint.builder.ledger import (
     AGENT,
     AGENT_KINDS,
     COMPACTION,
@@ -39,7 +39,7 @@ from trajlint.build.ledger import (
     ref_key,
     server_key,
 )
-from trajlint.build.project import merge_into, project_call
+from trajlint.builder.project import merge_into, project_call
 from trajlint.findings import Rollout
 from trajlint.pointer import child
 

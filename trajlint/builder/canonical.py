@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trajlint.build.project import empty_metadata, empty_token_stats
+from trajlint.builder.project import empty_metadata, empty_token_stats
 
 _INVOCATION = (
     ("kind", "agent_invocation"),
