@@ -377,7 +377,7 @@ def _try(data: bytes, save_to: Path | None) -> list[bytes]:
 def _dictionary() -> str:
     """A libFuzzer dictionary: the contract's keys and enum values as JSON tokens, plus the
     literals that trouble JSON readers. Made from the packaged schemas, so it never drifts."""
-    from trajlint import schemas
+    from trajlint.contract import schemas
 
     tokens: set[str] = set()
 

@@ -7,7 +7,7 @@ import copy
 import orjson
 import pytest
 
-from trajlint import schemas
+from trajlint.contract import schemas
 from trajlint.builder import build
 from trajlint.builder.dialects import turn_content
 

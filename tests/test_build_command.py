@@ -7,7 +7,7 @@ import os
 
 import orjson
 
-from trajlint import schemas
+from trajlint.contract import schemas
 from trajlint.build_rows import write_builds
 from trajlint.read import same_file
 from trajlint.read import iter_sources

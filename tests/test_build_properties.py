@@ -8,7 +8,7 @@ import copy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trajlint import schemas
+from trajlint.contract import schemas
 from trajlint.builder import build
 from trajlint.builder.ledger import OUTCOME_TURN
 

@@ -37,7 +37,7 @@ def test_broken_example_fails_with_findings():
 
 
 def test_json_output_follows_the_report_schema():
-    from trajlint import schemas
+    from trajlint.contract import schemas
 
     result = invoke("check", "--output-format", "json", str(EXAMPLES))
     assert result.exit_code == 1

@@ -111,7 +111,7 @@ def test_concise_is_one_line_per_finding(in_root):
 
 
 def test_jsonl_is_one_finding_per_line_without_summary(in_root):
-    from trajlint import schemas
+    from trajlint.contract import schemas
 
     report_schema = schemas.load("report")
     finding_schema = {"$ref": "#/$defs/Finding", "$defs": report_schema["$defs"]}

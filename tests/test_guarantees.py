@@ -136,7 +136,7 @@ def test_no_command_reaches_the_network(no_network, args):
 
 def test_schema_references_resolve_without_the_network(no_network):
     """Every packaged schema validates through its `$ref`s, all resolved from the package."""
-    from trajlint import schemas
+    from trajlint.contract import schemas
 
     for name in schemas.names():
         schemas.validator(name).is_valid({})

@@ -56,7 +56,7 @@ def test_installed_package_runs_outside_the_checkout(installed):
         )
 
     where = subprocess.run(
-        [sys.executable, "-c", "import trajlint.resources as r; print(r.schemas_dir()); print(r.rules_dir())"],
+        [sys.executable, "-c", "import trajlint.contract.data as r; print(r.schemas_dir()); print(r.rules_dir())"],
         capture_output=True, text=True, env=env, cwd=outside,
     )
     assert where.stdout.splitlines() == [

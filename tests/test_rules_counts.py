@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from trajlint import schemas
+from trajlint.contract import schemas
 from trajlint.check import countfields
 from trajlint.pointer import resolve, unescape
 

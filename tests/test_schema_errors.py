@@ -5,7 +5,7 @@ from __future__ import annotations
 from jsonschema import Draft202012Validator
 
 from trajlint.check.schema_errors import describe, pointer, show
-from trajlint.validation import _PythonChecker
+from trajlint.contract.validate import _PythonChecker
 
 SCHEMA = {
     "type": "object",

@@ -13,9 +13,9 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 from pydantic import Field, create_model
 
-from trajlint import schemagen, schemas
+from trajlint.contract import generate as schemagen, schemas
 from trajlint.contract import ObservationModel, TrajectoryTurn
-from trajlint.resources import schemas_dir
+from trajlint.contract.data import schemas_dir
 
 SAMPLES = Path(__file__).parent / "data" / "contract" / "clean-rollouts.jsonl"
 SECTION_SCHEMAS = {

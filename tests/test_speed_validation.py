@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trajlint import validation
+from trajlint.contract import validate as validation
 
 
 @pytest.fixture(params=["rust", "python"])

@@ -8,7 +8,7 @@ import random
 import orjson
 import pytest
 
-from trajlint import validation
+from trajlint.contract import validate as validation
 from trajlint.builder import build
 from trajlint.check import catalog
 

@@ -562,11 +562,11 @@ def text_summary(report: Any) -> str:
 @_guarded
 def schema(name: str | None, list_: bool, write: bool) -> None:
     """Print a packaged JSON Schema (default: the rollout row), or regenerate them all."""
-    from trajlint import schemas
+    from trajlint.contract import schemas
 
     if write:
-        from trajlint import schemagen
-        from trajlint.resources import checkout_dir
+        from trajlint.contract import generate as schemagen
+        from trajlint.contract.data import checkout_dir
 
         root = checkout_dir()
         if root is None:

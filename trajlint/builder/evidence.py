@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from trajlint import validation
+from trajlint.contract import validate as validation
 from trajlint.pointer import child
 
 STATED = "ng_trajectory"

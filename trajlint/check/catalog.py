@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 
 from trajlint.findings import SEVERITIES
-from trajlint.resources import rules_dir
+from trajlint.contract.data import rules_dir
 
 FAMILIES: dict[str, str] = {
     "0": "input",

@@ -2,7 +2,7 @@
 
 Every machine format is derived from the same findings and summary, so they cannot disagree on
 the numbers. The shape is described by `schemas/report.schema.json` (generated from
-`report/model.py`) and versioned by `SCHEMA_VERSION`.
+`contract/report.py`) and versioned by `SCHEMA_VERSION`.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import orjson
 
-from trajlint import validation
+from trajlint.contract import validate as validation
 from trajlint.check.countfields import count_pointers, owned_by_count_rules
 from trajlint.check.schema_errors import describe, escape, pointer, show
 from trajlint.check.spec import SECTION_EVIDENCE, Subject, Violation, row_rule

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
-from trajlint.resources import schemas_dir
+from trajlint.contract.data import schemas_dir
 
 if TYPE_CHECKING:  # python-jsonschema is imported only when used: the fast path does without it
     from jsonschema import Draft202012Validator

@@ -27,7 +27,7 @@ from trajlint.contract import (
     TrajectoryRecord,
     VerifierInvocations,
 )
-from trajlint.report.model import ReportDocument
+from trajlint.contract.report import ReportDocument
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 # The reserved .invalid TLD: these identifiers name the schemas but can never be fetched.

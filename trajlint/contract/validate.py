@@ -20,7 +20,7 @@ from functools import cache
 from typing import Any, NamedTuple, Protocol
 from urllib.parse import urljoin
 
-from trajlint import schemas
+from trajlint.contract import schemas
 from trajlint.pointer import resolve, unescape
 
 
