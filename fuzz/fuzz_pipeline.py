@@ -85,7 +85,7 @@ class Pipeline:
     """Everything that is loaded once: the rules, and a scratch directory for the input file."""
 
     def __init__(self) -> None:
-        from trajlint.check.engine import load_rules
+        from trajlint.check.registry import load_rules
 
         self.rules = load_rules()
         self.input_rules = [spec for spec in self.rules.values() if spec.entry.family == "input"]
@@ -133,7 +133,7 @@ class Pipeline:
     def _check(self, container: str, content: bytes, limit: int) -> None:
         from trajlint import baseline
         from trajlint.build_rows import write_builds
-        from trajlint.check.engine import run
+        from trajlint.check.run import run
         from trajlint.report import document
         from trajlint.report.formats import renderer
         from trajlint.report.statistics import render_json, render_text

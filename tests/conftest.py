@@ -11,13 +11,13 @@ SAMPLES = ROOT.parent / "shared" / "data" / "samples" / "clean-rollouts.jsonl"
 
 @pytest.fixture(scope="session")
 def rules():
-    from trajlint.check.engine import load_rules
+    from trajlint.check.registry import load_rules
 
     return load_rules()
 
 
 def check_paths(paths, rules, max_row_bytes=256 * 1024 * 1024):
-    from trajlint.check.engine import run
+    from trajlint.check.run import run
     from trajlint.read import iter_sources
 
     return run(iter_sources([str(p) for p in paths]), rules, max_row_bytes=max_row_bytes)

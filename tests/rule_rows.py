@@ -7,7 +7,8 @@ from typing import Any
 
 import orjson
 
-from trajlint.check.engine import row_subject, run
+from trajlint.check.subject import row_subject
+from trajlint.check.run import run
 from trajlint.pointer import resolve
 from trajlint.read import iter_sources
 

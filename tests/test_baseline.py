@@ -8,7 +8,8 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from trajlint import baseline, schemas
+from trajlint import baseline
+from trajlint.contract import schemas
 from trajlint.cli import main
 from trajlint.findings import Finding, Rollout
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from trajlint.check import catalog
-from trajlint.check.engine import INTERNAL_ERROR, RuleSpec, run
-from trajlint.check.spec import IMPLEMENTATIONS, Implementation
+from trajlint.check.registry import INTERNAL_ERROR, RuleSpec
+from trajlint.check.run import run
+from trajlint.check.rule import IMPLEMENTATIONS, Implementation
 from trajlint.read import iter_sources
 
 ENTRIES = list(catalog.packaged().values())

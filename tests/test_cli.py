@@ -140,7 +140,7 @@ def test_internal_error_exits_2_without_traceback(tmp_path):
     script.write_text(
         "import sys\n"
         "from trajlint.check.rules import schema\n"
-        "from trajlint.check import spec\n"
+        "from trajlint.check import rule as spec\n"
         "def boom(subject):\n    raise RuntimeError('injected')\n"
         "spec.IMPLEMENTATIONS['row-schema'] = spec.Implementation('row-schema', frozenset({'row'}), check=boom)\n"
         "from trajlint.cli import main\n"

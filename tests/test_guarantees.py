@@ -147,7 +147,7 @@ def test_schema_references_resolve_without_the_network(no_network):
 _INJECT = (
     "import sys\n"
     "from trajlint.check.rules import schema\n"
-    "from trajlint.check import spec\n"
+    "from trajlint.check import rule as spec\n"
     "def boom(subject):\n    raise RuntimeError('injected\\nacross lines')\n"
     "spec.IMPLEMENTATIONS['row-schema'] = spec.Implementation('row-schema', frozenset({'row'}), check=boom)\n"
     "from trajlint.cli import main\n"

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from trajlint.check import catalog
-from trajlint.check.engine import run
+from trajlint.check.run import run
 from trajlint.cli import main
 from trajlint.health import HealthObserver
 from trajlint.read import iter_sources
@@ -47,7 +47,7 @@ def anthropic_call(call_id: str, index: int, blocks: list, stop: str = "end_turn
 
 def health(rows: list[dict], tmp_path, *, select=None):
     """(findings, the health summary) of linting the rows, with the health observer attached."""
-    from trajlint.check.engine import load_rules
+    from trajlint.check.registry import load_rules
 
     rules = load_rules()
     if select is not None:
@@ -87,7 +87,7 @@ def test_a_thinking_only_or_redacted_turn_is_not_hollow(rules, tmp_path):
 
 def test_persisted_anthropic_turns_are_judged_by_their_calls_response(rules):
     # NeMo Gym 0.7.0 persisted these Messages turns hollow; their calls' responses say plenty.
-    from trajlint.check.engine import row_subject
+    from trajlint.check.subject import row_subject
     from trajlint.check.health_view import view_of
 
     for number, line in enumerate(PERSISTED.read_bytes().splitlines(), 1):
@@ -306,7 +306,7 @@ def test_a_health_rule_that_raises_is_a_check_execution_error(tmp_path, monkeypa
     monkeypatch.setitem(health_view.CHECKS, "model-call-failed", boom)
     path = tmp_path / "rows.jsonl"
     path.write_bytes(orjson.dumps(harness(call("a1", 0))) + b"\n")
-    from trajlint.check.engine import load_rules
+    from trajlint.check.registry import load_rules
 
     rules = load_rules()
     observer = HealthObserver(rules.values(), [str(path)], spool=True)

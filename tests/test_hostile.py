@@ -18,7 +18,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from trajlint.check.engine import run
+from trajlint.check.run import run
 from trajlint.cli import main
 from trajlint.pointer import resolve
 from trajlint.read import Source, iter_sources
@@ -530,7 +530,7 @@ def test_rollout_missing_agent_turns_points_at_a_place_the_row_has():
            "ng_model_call_capture": {"rollout_id": "0-0", "calls": []},
            "ng_trajectory": {"schema_version": "1.0", "task_id": "0", "rollout_id": "0-0"}}
     raw = orjson.dumps(row) + b"\n"
-    from trajlint.check.engine import load_rules
+    from trajlint.check.registry import load_rules
 
     result = run([Source("rows.jsonl", stream=io.BytesIO(raw))], load_rules(), max_row_bytes=1 << 20)
     pointers = {f.pointer for f in result.findings if f.name == "rollout-missing-agent-turns"}

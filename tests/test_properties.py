@@ -14,7 +14,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trajlint.check.engine import run
+from trajlint.check.run import run
 from trajlint.pointer import resolve
 from trajlint.read import Source
 from trajlint.report import document

@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from trajlint.check import catalog
-from trajlint.check.engine import run
+from trajlint.check.run import run
 from trajlint.check.select import rule_set
 from trajlint.read import iter_sources
 
@@ -151,8 +151,8 @@ def test_rules_never_raise_on_mutated_rows():
     """Seeded random damage to real rows: a rule may find anything, but never raise."""
     import random
 
-    from trajlint.check.engine import row_subject
-    from trajlint.check.spec import IMPLEMENTATIONS
+    from trajlint.check.subject import row_subject
+    from trajlint.check.rule import IMPLEMENTATIONS
 
     rnd = random.Random(20260)
     rows = _rows(SAMPLES) + _rows(GYM_ROWS)
@@ -178,7 +178,7 @@ def test_rules_never_raise_on_mutated_rows():
 def test_a_finding_with_an_unknown_severity_is_an_internal_error(rules, tmp_path):
     import dataclasses
 
-    from trajlint.check.spec import Implementation, Violation
+    from trajlint.check.rule import Implementation, Violation
 
     def weighs_wrong(subject):
         yield Violation("", "x", severity="fatal")

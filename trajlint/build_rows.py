@@ -13,7 +13,9 @@ from typing import IO
 import orjson
 
 from trajlint.builder import build
-from trajlint.check.engine import Engine, RuleSpec, subjects
+from trajlint.check.engine import Engine
+from trajlint.check.registry import RuleSpec
+from trajlint.check.subject import subjects
 from trajlint.findings import Finding
 from trajlint.read import Source, Unreadable
 

@@ -202,7 +202,7 @@ def _lint_setup(
     """
     from trajlint import config
     from trajlint.check import select as selection
-    from trajlint.check.engine import load_rules
+    from trajlint.check.registry import load_rules
 
     if options["isolated"] and options["config_file"]:
         raise click.UsageError("--isolated reads no configuration file; leave out --config")
@@ -320,7 +320,7 @@ def check(
 
     from trajlint import health
     from trajlint.check import select as selection
-    from trajlint.check.engine import run
+    from trajlint.check.run import run
     from trajlint.read import Unreadable
     from trajlint.report import document, formats, outputs as report_outputs
     from trajlint.report.status import exit_status
@@ -442,7 +442,7 @@ def baseline_command(output: str | None, **options: Any) -> None:
     """
     from trajlint import baseline
     from trajlint.check import select as selection
-    from trajlint.check.engine import run
+    from trajlint.check.run import run
     from trajlint.report import formats, outputs as report_outputs
 
     _, settings, rules, ignores = _lint_setup(options, {})
@@ -489,7 +489,7 @@ def build_command(paths: tuple[str, ...], output: str | None, trajectory_only: b
     exit 0 when every line was built, 1 otherwise, 2 on an internal error.
     """
     from trajlint.build_rows import write_builds
-    from trajlint.check.engine import INTERNAL_ERROR, load_rules
+    from trajlint.check.registry import INTERNAL_ERROR, load_rules
     from trajlint.read import DEFAULT_MAX_ROW_BYTES
     from trajlint.report import formats, outputs as report_outputs
     from trajlint.report.text import finding_line
@@ -594,7 +594,7 @@ def schema(name: str | None, list_: bool, write: bool) -> None:
 @_guarded
 def rules(output_format: str) -> None:
     """List every rule: code, name, default severity, summary."""
-    from trajlint.check.engine import load_rules
+    from trajlint.check.registry import load_rules
 
     specs = load_rules()
     if output_format == "json":
@@ -613,7 +613,7 @@ def rules(output_format: str) -> None:
 @_guarded
 def rule(rule: str, output_format: str) -> None:
     """Explain one rule (by code or name), with its failing and passing examples."""
-    from trajlint.check.engine import load_rules
+    from trajlint.check.registry import load_rules
 
     specs = load_rules()
     match = next((s for s in specs.values() if rule in (s.code, s.name)), None)

@@ -25,7 +25,7 @@ import orjson
 
 from trajlint.builder.identity import python_str
 from trajlint.check import health_view as hv
-from trajlint.check.spec import Subject
+from trajlint.check.subject import Subject
 from trajlint.findings import Finding, Location
 from trajlint.read import same_file
 from trajlint.repeats import (

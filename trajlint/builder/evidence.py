@@ -14,11 +14,8 @@ from typing import Any, NamedTuple
 
 from trajlint.contract import validate as validation
 from trajlint.pointer import child
+from trajlint.row.sections import CAPTURE, OBSERVATIONS, STATED, VERIFIERS
 
-STATED = "ng_trajectory"
-OBSERVATIONS = "ng_agent_observations"
-CAPTURE = "ng_model_call_capture"
-VERIFIERS = "ng_verifier_invocations"
 
 _GAP = "common.schema.json#/$defs/ObservationGap"
 _PARTS = {
@@ -29,7 +26,6 @@ _PARTS = {
     "gaps": _GAP,
 }
 _RECORD = "agent-observations.schema.json#/properties/records/items"
-_VERIFIER = "verifier-invocations.schema.json#/$defs/VerifierInvocation"
 
 
 class Item(NamedTuple):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from trajlint.row.values import nonnegative_int
+
 METADATA_KEYS = (
     "response_id",
     "model_ref",
@@ -32,10 +34,6 @@ TOKEN_SOURCES = (
 )
 CALL_KEYS = ("model_call_id", "started_at", "completed_at", "duration_ms", "request", "response")
 
-
-def nonnegative_int(value: Any) -> int | None:
-    """A count NeMo Gym accepts: a JSON integer (not a boolean) ≥ 0; anything else is unknown."""
-    return value if type(value) is int and value >= 0 else None
 
 
 def _number(value: Any, *, nonnegative: bool = False) -> float | int | None:

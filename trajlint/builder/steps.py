@@ -15,7 +15,8 @@ from typing import Any
 
 from trajlint.builder import canonical
 from trajlint.builder.dialects import turn_content
-from trajlint.builder.evidence import CAPTURE, OBSERVATIONS, STATED, Evidence, Item, read
+from trajlint.builder.evidence import Evidence, Item, read
+from trajlint.row.sections import CAPTURE, STATED
 from trajlint.builder.identity import rollout_identity
 from trajlint.builder.ledger import (
     AGENT,

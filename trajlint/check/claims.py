@@ -23,7 +23,7 @@ from trajlint.builder.ledger import (
     Claim,
     ref_key,
 )
-from trajlint.check.spec import Subject
+from trajlint.check.subject import Subject
 from trajlint.findings import Location
 
 _PHRASES = {

@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from trajlint.check import walk
-from trajlint.check.spec import Subject
+from trajlint.row import walk
+from trajlint.check.subject import Subject
 from trajlint.pointer import child
 
 

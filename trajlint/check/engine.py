@@ -7,67 +7,16 @@ identity and fingerprint, and containing a rule that raises (`internal-error`) s
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajlint.builder.identity import rollout_identity
-from trajlint.check.catalog import Entry, packaged
-from trajlint.check.spec import (
-    IMPLEMENTATIONS,
-    SECTION_EVIDENCE,
-    Implementation,
-    Reduction,
-    RowDigester,
-    RowObserver,
-    Subject,
-    Violation,
-)
+from trajlint.check.registry import RuleSpec
+from trajlint.check.rule import Reduction, RowDigester, RowObserver, Violation
+from trajlint.check.subject import FILE, Subject, unit_subjects
 from trajlint.findings import SEVERITIES, Finding, Location, Rollout, fingerprint
-from trajlint.read import Batch, Line, LineTally, OversizedLine, ParseError, Source, Unreadable, parse
-
-INTERNAL_ERROR = "internal-error"
-_FILE = frozenset({"file"})
-_LINE = frozenset({"line"})
-
-
-@dataclass(frozen=True, slots=True)
-class RuleSpec:
-    """A catalog entry joined with its implementation, at the severity this run uses."""
-
-    entry: Entry
-    impl: Implementation
-    severity: str
-
-    @property
-    def code(self) -> str:
-        return self.entry.code
-
-    @property
-    def name(self) -> str:
-        return self.entry.name
-
-
-def load_rules() -> dict[str, RuleSpec]:
-    """Every packaged rule keyed by code; a catalog entry without implementation is a bug."""
-    import trajlint.check.rules  # noqa: F401  (registers the implementations)
-
-    catalog = packaged()
-    by_name = {entry.name: entry for entry in catalog.values()}
-    missing = sorted(set(by_name) - set(IMPLEMENTATIONS))
-    orphans = sorted(set(IMPLEMENTATIONS) - set(by_name))
-    if missing or orphans:
-        raise RuntimeError(
-            f"rule catalog and implementations disagree: no implementation for {missing}, "
-            f"no catalog entry for {orphans}"
-        )
-    return {
-        code: RuleSpec(entry, IMPLEMENTATIONS[entry.name], entry.severity)
-        for code, entry in catalog.items()
-    }
-
+from trajlint.read import Batch, LineTally, Source, Unreadable
 
 @dataclass(slots=True)
 class Coverage:
@@ -187,7 +136,7 @@ class RowChecker:
     def visit(self, subject: Subject) -> None:
         unit = self.unit
         evidence = subject.evidence
-        if evidence is _FILE:
+        if evidence is FILE:
             unit.files += subject.problem is None
         else:
             unit.lines += 1
@@ -364,87 +313,3 @@ def finding_severity(spec: RuleSpec, violation: Violation) -> str:
     if violation.severity not in SEVERITIES:
         raise ValueError(f"rule {spec.name} gave a finding the unknown severity {violation.severity!r}")
     return violation.severity
-
-
-# -- subjects from the read stage -----------------------------------------------------------
-
-
-def _holds_model_calls(row: dict) -> bool:
-    """Whether ownership can be judged at all: a captured call, or a call in the stated trajectory."""
-    for key, part in (("ng_model_call_capture", "calls"), ("ng_trajectory", "model_calls")):
-        section = row.get(key)
-        if isinstance(section, dict) and isinstance(section.get(part), list) and section[part]:
-            return True
-    return False
-
-
-def row_subject(path: str, number: int, raw: bytes) -> Subject:
-    value = parse(raw)
-    if isinstance(value, ParseError):
-        return Subject(path, number, _LINE, raw=raw, problem=value)
-    if not isinstance(value, dict):
-        return Subject(path, number, _LINE, raw=raw, value=value)
-    evidence = {"line", "row"}
-    for key, name in SECTION_EVIDENCE.items():
-        if value.get(key) is not None:
-            evidence.add(name)
-    if _holds_model_calls(value):
-        evidence.add("model-calls")
-    return Subject(
-        path, number, frozenset(evidence), raw=raw, value=value, rollout=rollout_identity(value)
-    )
-
-
-def unit_subjects(unit: Source | Batch | Unreadable, max_row_bytes: int, tally: LineTally | None = None) -> Iterator[Subject]:
-    """What the rules look at in one unit of input: the file (unless the unit is a later shard
-    of it), then each of its lines."""
-    if isinstance(unit, Unreadable):
-        yield Subject(unit.path, unit.line, _FILE, problem=unit)
-        return
-    if unit.first_shard:
-        yield Subject(unit.path, 0, _FILE)
-    for item in unit.lines(max_row_bytes, tally):
-        if isinstance(item, Line):
-            yield row_subject(item.path, item.number, item.raw)
-        elif isinstance(item, OversizedLine):
-            yield Subject(item.path, item.number, _LINE, problem=item)
-        else:
-            yield Subject(item.path, item.line, _FILE, problem=item)
-
-
-def subjects(sources: Iterable[Source | Unreadable], max_row_bytes: int) -> Iterator[Subject]:
-    """Everything the rules look at, in input order: each file, then each of its lines."""
-    for source in sources:
-        yield from unit_subjects(source, max_row_bytes)
-
-
-def run(
-    sources: Iterable[Source | Unreadable],
-    rules: dict[str, RuleSpec],
-    *,
-    max_row_bytes: int,
-    observers: Sequence[RowObserver] = (),
-    jobs: int = 1,
-) -> Result:
-    """Check everything `sources` yields; `observers` see each row's findings.
-
-    Files are cut into shards (`read.shards`) and checked by `jobs` processes; the result is
-    the same for every number of jobs, down to the order of findings.
-    """
-    from trajlint.check import parallel
-
-    internal = next((r for r in rules.values() if r.name == INTERNAL_ERROR), None)
-    engine = Engine([r for r in rules.values() if r.impl.check or r.impl.reduction], internal, observers)
-    if internal is not None:
-        engine.result.coverage[internal.code] = Coverage(internal.name)
-    units = parallel.plan_units(sources, jobs)
-    lines_before = 0  # of the unit's file, when the unit is a later shard of it
-    # Closed on the way out, whatever ends the loop, so that workers never outlive it.
-    with contextlib.closing(parallel.check_units(engine.checker, units, max_row_bytes, jobs)) as checked:
-        for unit, parts in checked:
-            if isinstance(unit, Unreadable) or unit.first_shard:
-                lines_before = 0
-            for part in parts:
-                engine.absorb(part, lines_before)
-                lines_before += part.physical_lines
-    return engine.finish()

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trajlint.builder.ledger import CallIndex, ref_key
-from trajlint.check.spec import Subject
+from trajlint.check.subject import Subject
 
 FAILED_RESPONSE_STATUSES = frozenset({"failed", "error", "cancelled"})
 LENGTH_LIMITS = frozenset({"length", "max_output_tokens", "max_tokens"})

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trajlint.check.engine import INTERNAL_ERROR, RuleSpec
+from trajlint.check.registry import INTERNAL_ERROR, RuleSpec
 from trajlint.findings import SEVERITIES, Finding
 
 ALL = "ALL"

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from itertools import chain
 
 from trajlint.builder.ledger import CallEntry
-from trajlint.check.spec import Subject
+from trajlint.check.subject import Subject
 from trajlint.findings import Location
 
 CITED = 100

@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from trajlint.check import walk
-from trajlint.check.rules._keys import hashable
+from trajlint.row import walk
+from trajlint.row.values import hashable, nonnegative_int
 from trajlint.check.countfields import Count, count_defects
 from trajlint.check.schema_errors import show
-from trajlint.check.spec import Subject, Violation, row_rule
+from trajlint.check.subject import Subject
+from trajlint.check.rule import Violation, row_rule
 from trajlint.pointer import child
 
 
@@ -50,14 +51,10 @@ def non_integer_count(subject: Subject) -> Iterator[Violation]:
         )
 
 
-def _count(value: Any) -> int | None:
-    return value if type(value) is int and value >= 0 else None
-
-
 def _short_total(item: dict[str, Any], names: tuple[str, str, str]) -> tuple[int, int, int] | None:
     """(input, output, total) when all three are usable counts and the total is short."""
     name_in, name_out, name_total = names
-    tokens_in, tokens_out, total = _count(item.get(name_in)), _count(item.get(name_out)), _count(item.get(name_total))
+    tokens_in, tokens_out, total = nonnegative_int(item.get(name_in)), nonnegative_int(item.get(name_out)), nonnegative_int(item.get(name_total))
     if tokens_in is None or tokens_out is None or total is None or total >= tokens_in + tokens_out:
         return None
     return tokens_in, tokens_out, total

@@ -13,12 +13,13 @@ from typing import Any
 
 from trajlint.builder.dialects import turn_content
 from trajlint.builder.ledger import AGENT_KINDS, OUTCOME_TURN, TURN, CallEntry, Claim
-from trajlint.check import walk
+from trajlint.row import walk
 from trajlint.check.claims import call_label, first_claims, owner_text
 from trajlint.check.rules._cite import cite, places
-from trajlint.check.rules._keys import hashable
+from trajlint.row.values import hashable
 from trajlint.check.schema_errors import show
-from trajlint.check.spec import Subject, Violation, row_rule
+from trajlint.check.subject import Subject
+from trajlint.check.rule import Violation, row_rule
 from trajlint.pointer import child
 
 _STATED_TURNS = child("", "ng_trajectory", "turns")

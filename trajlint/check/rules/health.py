@@ -14,11 +14,12 @@ from typing import Any
 
 from trajlint.builder.dialects import turn_content
 from trajlint.builder.ledger import AGENT, OUTCOME_TURN, TURN, ref_key
-from trajlint.check import walk
+from trajlint.row import walk
 from trajlint.check import health_view as hv
 from trajlint.check.health_view import HealthFinding, HealthView, check
-from trajlint.check.rules._keys import hashable
-from trajlint.check.spec import Subject, Violation, row_rule
+from trajlint.row.values import hashable
+from trajlint.check.subject import Subject
+from trajlint.check.rule import Violation, row_rule
 from trajlint.pointer import child, resolve
 
 TOOL_CALL_TYPES = frozenset(

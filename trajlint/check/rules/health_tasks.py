@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from trajlint import repeats
-from trajlint.check.spec import Subject, Violation, run_rule
+from trajlint.check.subject import Subject
+from trajlint.check.rule import Violation, run_rule
 from trajlint.findings import Location, Rollout
 from trajlint.health import view_verdict
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from trajlint.check import walk
+from trajlint.row import walk
 from trajlint.check.rules._cite import CITED
-from trajlint.check.rules._keys import hashable
-from trajlint.check.spec import Subject, Violation, row_rule, run_rule
+from trajlint.row.values import hashable
+from trajlint.check.subject import Subject
+from trajlint.check.rule import Violation, row_rule, run_rule
 from trajlint.findings import Location, Rollout
 from trajlint.pointer import child
 

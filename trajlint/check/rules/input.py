@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from trajlint.check.spec import Subject, Violation, row_rule
+from trajlint.check.subject import Subject
+from trajlint.check.rule import Violation, row_rule
 from trajlint.read import OversizedLine, ParseError, Unreadable
 
 _JSON_TYPE = {

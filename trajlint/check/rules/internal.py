@@ -1,5 +1,5 @@
 """TL9xx: trajlint's own failures, reported as findings so one bad rule never stops a run."""
 
-from trajlint.check.spec import engine_rule
+from trajlint.check.rule import engine_rule
 
 engine_rule("internal-error")

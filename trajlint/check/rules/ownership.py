@@ -25,8 +25,9 @@ from trajlint.builder.ledger import (
 )
 from trajlint.check.claims import call_label, claim_phrase, first_claims, owner_text, ref_label
 from trajlint.check.rules._cite import cite, places, some
-from trajlint.check.spec import Subject, Violation, row_rule
-from trajlint.check import walk
+from trajlint.check.subject import Subject
+from trajlint.check.rule import Violation, row_rule
+from trajlint.row import walk
 
 
 @row_rule("ownership-conflict", reads=["row", "model-calls"])

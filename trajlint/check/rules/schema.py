@@ -16,7 +16,9 @@ import orjson
 from trajlint.contract import validate as validation
 from trajlint.check.countfields import count_pointers, owned_by_count_rules
 from trajlint.check.schema_errors import describe, escape, pointer, show
-from trajlint.check.spec import SECTION_EVIDENCE, Subject, Violation, row_rule
+from trajlint.row.sections import SECTION_EVIDENCE
+from trajlint.check.subject import Subject
+from trajlint.check.rule import Violation, row_rule
 
 
 def _section_errors(subject: Subject, key: str, schema: str) -> Iterator[Violation]:

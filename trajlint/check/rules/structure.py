@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Iterator
 from typing import Any
 
-from trajlint.check import walk
+from trajlint.row import walk
 from trajlint.check.rules._cite import places
-from trajlint.check.spec import Subject, Violation, row_rule
+from trajlint.check.subject import Subject
+from trajlint.check.rule import Violation, row_rule
 from trajlint.pointer import child
 
 

@@ -13,15 +13,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
-from typing import Any, Union
+from typing import Any, Protocol, Union
 
-from trajlint.check.spec import Subject
 from trajlint.pointer import child
+from trajlint.row.sections import CAPTURE, OBSERVATIONS, STATED, VERIFIERS
 
-CAPTURE = "ng_model_call_capture"
-OBSERVATIONS = "ng_agent_observations"
-STATED = "ng_trajectory"
-VERIFIERS = "ng_verifier_invocations"
+
+class Subject(Protocol):
+    """A row that keeps what is derived from it (the check stage's subject): its walks are shared."""
+
+    @property
+    def row(self) -> dict[str, Any]: ...
+
+    def memo(self, key: str, compute: Callable[[Any], Any]) -> Any: ...
 
 
 Items = list[tuple[str, dict[str, Any]]]
@@ -34,7 +38,7 @@ def items(where: Where, *path: str) -> Items:
     A list, not a generator: most callers read every item, and a list is made faster than a
     generator is resumed once per item.
     """
-    if isinstance(where, Subject):
+    if not isinstance(where, dict):
         key, walk_row = _walker(path)
         return where.memo(key, walk_row)
     return _items(where, path)
@@ -71,7 +75,7 @@ def section(row: dict[str, Any], key: str) -> dict[str, Any] | None:
 
 def records(where: Where, kind: str) -> Items:
     """The observation records of one kind (`agent_invocation`, `tool_call`, ...)."""
-    if isinstance(where, Subject):
+    if not isinstance(where, dict):
         key, select = _selector(kind)
         return where.memo(key, select)
     return _records(where, kind)
@@ -108,10 +112,6 @@ def invocations(where: Where) -> Items:
     """
     return records(where, "agent_invocation") + stated(where, "invocations")
 
-
-def tool_calls(where: Where) -> Items:
-    """Tool calls wherever they stand: observed `tool_call` records, then the stated ones."""
-    return records(where, "tool_call") + stated(where, "tool_calls")
 
 
 def gaps(where: Where) -> Items:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from trajlint.check.subject import Subject
 from trajlint.findings import Finding, Location, Rollout
 
 #: Evidence a rule may read. "file": a path that was opened or failed to open; "line": a
@@ -22,14 +23,6 @@ from trajlint.findings import Finding, Location, Rollout
 EVIDENCE: frozenset[str] = frozenset(
     {"file", "line", "row", "model-calls", "capture", "observations", "trajectory", "verifiers"}
 )
-
-SECTION_EVIDENCE: dict[str, str] = {
-    "ng_model_call_capture": "capture",
-    "ng_agent_observations": "observations",
-    "ng_trajectory": "trajectory",
-    "ng_verifier_invocations": "verifiers",
-}
-
 
 @dataclass(frozen=True, slots=True)
 class Violation:
@@ -44,48 +37,6 @@ class Violation:
     message: str
     related: tuple[Location, ...] = ()
     severity: str | None = None
-
-
-@dataclass(slots=True)
-class Subject:
-    """One thing rules look at: a file, a line, or a parsed row, with the evidence it holds."""
-
-    path: str
-    line: int
-    evidence: frozenset[str]
-    raw: bytes | None = None
-    value: Any = None
-    problem: Any = None
-    rollout: Rollout | None = None
-    _build: Any = None
-    _memo: dict[str, Any] | None = None
-
-    @property
-    def row(self) -> dict[str, Any]:
-        return self.value
-
-    @property
-    def build(self) -> Any:
-        """The row's built trajectory and ownership ledger, built once, on first use."""
-        if self._build is None:
-            from trajlint.builder import build
-
-            self._build = build(self.value)
-        return self._build
-
-    def memo(self, key: str, compute: Callable[[Subject], Any]) -> Any:
-        """`compute(self)`, computed once per subject: what several rules derive from one row
-        (an index of its ids, a walk of its counts) is derived once."""
-        memo = self._memo
-        if memo is None:
-            memo = self._memo = {}
-        elif key in memo:
-            return memo[key]
-        value = memo[key] = compute(self)
-        return value
-
-    def location(self, pointer: str = "") -> Location:
-        return Location(self.path, self.line, pointer)
 
 
 RowCheck = Callable[[Subject], Iterable[Violation]]

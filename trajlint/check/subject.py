@@ -1,0 +1,112 @@
+"""What rules look at: a file, a line, or a parsed row with the evidence it holds.
+
+The read stage yields lines; here a line becomes a row (parsed, its evidence named, its rollout
+identity derived), the one place where that happens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from trajlint.builder.identity import rollout_identity
+from trajlint.findings import Location, Rollout
+from trajlint.read import Batch, Line, LineTally, OversizedLine, ParseError, Source, Unreadable, parse
+from trajlint.row.sections import SECTION_EVIDENCE
+
+FILE = frozenset({"file"})
+LINE = frozenset({"line"})
+
+
+@dataclass(slots=True)
+class Subject:
+    """One thing rules look at: a file, a line, or a parsed row, with the evidence it holds."""
+
+    path: str
+    line: int
+    evidence: frozenset[str]
+    raw: bytes | None = None
+    value: Any = None
+    problem: Any = None
+    rollout: Rollout | None = None
+    _build: Any = None
+    _memo: dict[str, Any] | None = None
+
+    @property
+    def row(self) -> dict[str, Any]:
+        return self.value
+
+    @property
+    def build(self) -> Any:
+        """The row's built trajectory and ownership ledger, built once, on first use."""
+        if self._build is None:
+            from trajlint.builder import build
+
+            self._build = build(self.value)
+        return self._build
+
+    def memo(self, key: str, compute: Callable[[Subject], Any]) -> Any:
+        """`compute(self)`, computed once per subject: what several rules derive from one row
+        (an index of its ids, a walk of its counts) is derived once."""
+        memo = self._memo
+        if memo is None:
+            memo = self._memo = {}
+        elif key in memo:
+            return memo[key]
+        value = memo[key] = compute(self)
+        return value
+
+    def location(self, pointer: str = "") -> Location:
+        return Location(self.path, self.line, pointer)
+
+
+
+
+def _holds_model_calls(row: dict) -> bool:
+    """Whether ownership can be judged at all: a captured call, or a call in the stated trajectory."""
+    for key, part in (("ng_model_call_capture", "calls"), ("ng_trajectory", "model_calls")):
+        section = row.get(key)
+        if isinstance(section, dict) and isinstance(section.get(part), list) and section[part]:
+            return True
+    return False
+
+
+def row_subject(path: str, number: int, raw: bytes) -> Subject:
+    value = parse(raw)
+    if isinstance(value, ParseError):
+        return Subject(path, number, LINE, raw=raw, problem=value)
+    if not isinstance(value, dict):
+        return Subject(path, number, LINE, raw=raw, value=value)
+    evidence = {"line", "row"}
+    for key, name in SECTION_EVIDENCE.items():
+        if value.get(key) is not None:
+            evidence.add(name)
+    if _holds_model_calls(value):
+        evidence.add("model-calls")
+    return Subject(
+        path, number, frozenset(evidence), raw=raw, value=value, rollout=rollout_identity(value)
+    )
+
+
+def unit_subjects(unit: Source | Batch | Unreadable, max_row_bytes: int, tally: LineTally | None = None) -> Iterator[Subject]:
+    """What the rules look at in one unit of input: the file (unless the unit is a later shard
+    of it), then each of its lines."""
+    if isinstance(unit, Unreadable):
+        yield Subject(unit.path, unit.line, FILE, problem=unit)
+        return
+    if unit.first_shard:
+        yield Subject(unit.path, 0, FILE)
+    for item in unit.lines(max_row_bytes, tally):
+        if isinstance(item, Line):
+            yield row_subject(item.path, item.number, item.raw)
+        elif isinstance(item, OversizedLine):
+            yield Subject(item.path, item.number, LINE, problem=item)
+        else:
+            yield Subject(item.path, item.line, FILE, problem=item)
+
+
+def subjects(sources: Iterable[Source | Unreadable], max_row_bytes: int) -> Iterator[Subject]:
+    """Everything the rules look at, in input order: each file, then each of its lines."""
+    for source in sources:
+        yield from unit_subjects(source, max_row_bytes)

@@ -1,0 +1,41 @@
+"""Row values as rules and health read them: usable counts, and values as keys.
+
+Two kinds of key, for two jobs: `hashable` matches one item with its copy by its ids (canonical,
+keys sorted); `group_key` groups rows by an index the way NeMo Gym prints it (its JSON text as
+written), and is what a report shows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+
+def hashable(value: Any) -> Any:
+    """`value` itself when it is a JSON scalar, else its canonical JSON text.
+
+    A malformed id may be an array or an object (the schema rules report it); it must still
+    match an equal copy, and neither hashing it nor `repr` (which recurses, and a row may nest
+    1,000 levels) can be used. Beyond what orjson writes, the value is equal only to itself.
+    """
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except (TypeError, orjson.JSONEncodeError):
+        return ("too deep to compare", id(value))
+
+
+def group_key(value: Any) -> Any:
+    """A grouping key for a JSON value (NeMo Gym's index keys are ints or strings in practice)."""
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    try:
+        return orjson.dumps(value).decode()
+    except (TypeError, ValueError, RecursionError):  # nested deeper than JSON writers go
+        return f"<{type(value).__name__} nested too deep>"
+
+
+def nonnegative_int(value: Any) -> int | None:
+    """A count NeMo Gym accepts: a JSON integer (not a boolean) >= 0; anything else is unknown."""
+    return value if type(value) is int and value >= 0 else None
