@@ -404,7 +404,7 @@ def test_sarif_for_stdin():
 def _write(path, chunks):
     import io
 
-    from trajlint.report import outputs
+    from trajlint.report import write as outputs
 
     def render(report):
         for chunk in chunks:

@@ -12,7 +12,6 @@ from click.testing import CliRunner
 from trajlint.check import catalog
 from trajlint.check.run import run
 from trajlint.cli import main
-from trajlint.health import HealthObserver
 from trajlint.read import iter_sources
 
 from .conftest import EXAMPLES, ROOT
@@ -54,11 +53,10 @@ def health(rows: list[dict], tmp_path, *, select=None):
         rules = {code: spec for code, spec in rules.items() if select(spec)}
     path = tmp_path / "rows.jsonl"
     path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
-    observer = HealthObserver(rules.values(), [str(path)], spool=True)
-    result = run(iter_sources([str(path)]), rules, max_row_bytes=1 << 28, observers=[observer])
+    result = run(iter_sources([str(path)]), rules, max_row_bytes=1 << 28, health_report=True)
     assert result.internal_errors == 0, [f.message for f in result.findings if f.name == "internal-error"]
-    summary = observer.finish(result.findings)
-    verdicts = [orjson.loads(line) for line in observer.verdict_rows()]
+    summary = result.health.summary
+    verdicts = [orjson.loads(line) for line in result.health.verdict_rows()]
     return result.findings, summary, verdicts
 
 
@@ -88,11 +86,13 @@ def test_a_thinking_only_or_redacted_turn_is_not_hollow(rules, tmp_path):
 def test_persisted_anthropic_turns_are_judged_by_their_calls_response(rules):
     # NeMo Gym 0.7.0 persisted these Messages turns hollow; their calls' responses say plenty.
     from trajlint.check.subject import row_subject
-    from trajlint.check.health_view import view_of
+    from trajlint.health.checks import CHECKS
+    from trajlint.health.view import view_of
 
+    hollow = next(check for check in CHECKS if check.id == "agent_turn_hollow")
     for number, line in enumerate(PERSISTED.read_bytes().splitlines(), 1):
         subject = row_subject(str(PERSISTED), number, line)
-        assert view_of(subject).findings("agent-turn-hollow") in ([], None), number
+        assert view_of(subject).findings(hollow) in ([], None), number
 
 
 def test_ended_on_failed_call_is_judged_per_model_and_in_time(rules, tmp_path):
@@ -298,22 +298,24 @@ def test_ignored_rules_are_ignored_checks(tmp_path):
 
 
 def test_a_health_rule_that_raises_is_a_check_execution_error(tmp_path, monkeypatch):
-    from trajlint.check import health_view
+    from trajlint.health.view import HealthView
 
-    def boom(view):
-        raise ZeroDivisionError("injected")
+    findings = HealthView.findings
 
-    monkeypatch.setitem(health_view.CHECKS, "model-call-failed", boom)
+    def boom(view, check):
+        if check.id == "model_call_failed":
+            raise ZeroDivisionError("injected")
+        return findings(view, check)
+
+    monkeypatch.setattr(HealthView, "findings", boom)
     path = tmp_path / "rows.jsonl"
     path.write_bytes(orjson.dumps(harness(call("a1", 0))) + b"\n")
     from trajlint.check.registry import load_rules
 
     rules = load_rules()
-    observer = HealthObserver(rules.values(), [str(path)], spool=True)
-    result = run(iter_sources([str(path)]), rules, max_row_bytes=1 << 28, observers=[observer])
+    result = run(iter_sources([str(path)]), rules, max_row_bytes=1 << 28, health_report=True)
     assert result.internal_errors == 1  # the rule that raised; the task rules take it as a finding
-    observer.finish(result.findings)
-    verdict = orjson.loads(next(observer.verdict_rows()))
+    verdict = orjson.loads(next(result.health.verdict_rows()))
     assert verdict["verdict"] == "unhealthy" and "model_call_failed" in verdict["unobserved"]
     assert verdict["findings"] == [
         {"check": "check_execution_error", "detail": {"reason": "check raised an unexpected exception", "failed_check": "model_call_failed", "error": "ZeroDivisionError"}}
@@ -330,11 +332,11 @@ def test_hostile_files_get_a_health_report(tmp_path):
 
 
 def test_every_nemo_gym_check_has_its_rule():
-    from trajlint.health import CHECKS
+    from trajlint.health.checks import CHECKS
 
     names = {entry.name for entry in catalog.packaged().values()}
     assert len(CHECKS) == 14
-    for check, rules in CHECKS.items():
-        assert set(rules) <= names, check
+    for check in CHECKS:
+        assert set(check.rules) <= names, check.id
     health_rules = [e for e in catalog.packaged().values() if e.family == "health"]
     assert len(health_rules) == 11 and all(e.severity == "warning" for e in health_rules)

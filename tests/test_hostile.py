@@ -504,7 +504,7 @@ def test_an_empty_path_is_reported_as_itself_not_as_the_current_directory(tmp_pa
 def test_health_rules_on_an_item_whose_type_is_an_object():
     """agent-turn-hollow looked an item's `type` up in a set, and an object cannot be hashed (the
     whole row is fuzz/crashes/crash-c775d37ed814efaf79654b3727e5da6a5003f866)."""
-    from trajlint.check.rules.health import has_tool_call, says_something
+    from trajlint.health.checks import has_tool_call, says_something
 
     assert not has_tool_call([{"type": {"model_call_id": "x"}}, [{"type": ["tool_use"]}]])
     assert has_tool_call([[{"type": {}}, {"type": "tool_use"}]])

@@ -318,11 +318,10 @@ def check(
     import dataclasses
     import os
 
-    from trajlint import health
     from trajlint.check import select as selection
     from trajlint.check.run import run
     from trajlint.read import Unreadable
-    from trajlint.report import document, formats, outputs as report_outputs
+    from trajlint.report import document, formats, health, write as report_outputs
     from trajlint.report.status import exit_status
 
     from trajlint.baseline import Baseline, BaselineError
@@ -351,16 +350,15 @@ def check(
     if problem:
         raise click.UsageError(problem)
 
-    observer = health.observer_for(rules.values(), inputs, report=health_report is not None)
     result = _run(
         run,
         sources,
         rules,
         max_row_bytes=settings["max-row-bytes"].value,
-        observers=[observer] if observer else [],
         jobs=_jobs(settings),
+        health_report=health_report is not None,
     )
-    health_summary = observer.finish(result.findings) if observer else None
+    health_summary = result.health.summary if result.health else None
     findings = selection.drop_ignored(result.findings, ignores)
     baseline_use = None
     if known is not None:
@@ -376,7 +374,7 @@ def check(
     )
     if health_report is not None:
         try:
-            health.write_report(health_report, observer)
+            health.write_report(health_report, result.health)
         except OSError as exc:
             raise Failure(f"cannot write the health report into {health_report}: {exc.strerror or exc}") from None
 
@@ -443,7 +441,7 @@ def baseline_command(output: str | None, **options: Any) -> None:
     from trajlint import baseline
     from trajlint.check import select as selection
     from trajlint.check.run import run
-    from trajlint.report import formats, outputs as report_outputs
+    from trajlint.report import formats, write as report_outputs
 
     _, settings, rules, ignores = _lint_setup(options, {})
     path = output or settings["baseline"].value or baseline.DEFAULT_PATH
@@ -491,7 +489,7 @@ def build_command(paths: tuple[str, ...], output: str | None, trajectory_only: b
     from trajlint.build_rows import write_builds
     from trajlint.check.registry import INTERNAL_ERROR, load_rules
     from trajlint.read import DEFAULT_MAX_ROW_BYTES
-    from trajlint.report import formats, outputs as report_outputs
+    from trajlint.report import formats, write as report_outputs
     from trajlint.report.text import finding_line
 
     sources = _sources(paths)

@@ -130,6 +130,15 @@ class Ledger:
         return {"calls": [c.to_dict() for c in self.calls], "unresolved": [u.to_dict() for u in self.unresolved]}
 
 
+def call_label(entry: CallEntry) -> str:
+    """How a message names a call: its capture id, else its response id, else its place."""
+    if entry.model_call_id:
+        return f"model call {entry.model_call_id!r}"
+    if entry.response_id:
+        return f"model call with response id {entry.response_id!r}"
+    return f"the model call at {entry.locations[0]}"
+
+
 def ref_key(ref: Any) -> tuple[str | None, tuple[str, str] | None, str | None] | None:
     """(model_call_id, model_ref, response_id) of a reference dict; empty strings count as absent."""
     if not isinstance(ref, dict):

@@ -19,12 +19,9 @@ from trajlint.builder.ledger import (
     SESSION,
     TURN,
     VERIFIER,
-    CallEntry,
     Claim,
     ref_key,
 )
-from trajlint.check.subject import Subject
-from trajlint.findings import Location
 
 _PHRASES = {
     AGENT: "agent invocation {owner}",
@@ -43,15 +40,6 @@ def owner_text(owner: str | None) -> str:
 
 def claim_phrase(claim: Claim) -> str:
     return _PHRASES[claim.kind].format(owner=owner_text(claim.owner))
-
-
-def call_label(entry: CallEntry) -> str:
-    """How a message names a call: its capture id, else its response id, else its place."""
-    if entry.model_call_id:
-        return f"model call {entry.model_call_id!r}"
-    if entry.response_id:
-        return f"model call with response id {entry.response_id!r}"
-    return f"the model call at {entry.locations[0]}"
 
 
 def ref_label(ref: Any) -> str:
@@ -85,13 +73,3 @@ def first_claims(claims: Iterable[Claim], kinds: Iterable[str]) -> dict[str | No
 
 def _in_trajectory(claim: Claim) -> bool:
     return claim.pointer.startswith("/ng_trajectory/")
-
-
-def cite(subject: Subject, entry: CallEntry, *, leave_out: str) -> tuple[Location, ...]:
-    """The call's places and every claim on it, except the one the finding points at."""
-    pointers = [*entry.locations, *(claim.pointer for claim in entry.claims)]
-    return tuple(subject.location(p) for p in dict.fromkeys(pointers) if p != leave_out)
-
-
-def places(subject: Subject, pointers: Iterable[str], *, leave_out: str = "") -> tuple[Location, ...]:
-    return tuple(subject.location(p) for p in dict.fromkeys(pointers) if p != leave_out)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trajlint.check.registry import RuleSpec
-from trajlint.check.rule import Reduction, RowDigester, RowObserver, Violation
+from trajlint.check.rule import UNOBSERVED, Reduction, RowDigester, RowObserver, Violation
 from trajlint.check.subject import FILE, Subject, unit_subjects
 from trajlint.findings import SEVERITIES, Finding, Location, Rollout, fingerprint
 from trajlint.read import Batch, LineTally, Source, Unreadable
@@ -33,6 +33,7 @@ class Result:
     lines: int = 0
     rows: int = 0
     internal_errors: int = 0
+    health: Any = None  # the run's `health.verdicts.HealthRun`, when health was judged
 
 
 @dataclass(slots=True)
@@ -82,6 +83,8 @@ class RowChecker:
         self._plans: dict[frozenset[str], tuple[list[RuleSpec], list[RuleSpec]]] = {}
         # How many subjects each plan served: coverage is counted per plan, not per rule and row.
         self._uses: dict[frozenset[str], int] = {}
+        # Rules a row left unobserved that its plan counts as evaluated (see `UNOBSERVED`).
+        self._unobserved: dict[str, int] = {}
         self.unit = UnitResult("")
 
     def _plan(self, evidence: frozenset[str]) -> tuple[list[RuleSpec], list[RuleSpec]]:
@@ -122,6 +125,7 @@ class RowChecker:
     def start_unit(self, path: str) -> None:
         self.unit = UnitResult(path)
         self._uses = {}
+        self._unobserved = {}
 
     def end_unit(self) -> UnitResult:
         coverage = self.unit.coverage
@@ -131,6 +135,10 @@ class RowChecker:
                 coverage.setdefault(spec.code, [0, 0])[0] += uses
             for spec in unobserved:
                 coverage.setdefault(spec.code, [0, 0])[1] += uses
+        for code, rows in self._unobserved.items():
+            counts = coverage[code]
+            counts[0] -= rows
+            counts[1] += rows
         return self.unit
 
     def visit(self, subject: Subject) -> None:
@@ -145,16 +153,25 @@ class RowChecker:
         self._uses[evidence] = self._uses.get(evidence, 0) + 1
         findings = unit.findings
         first = len(findings)
+        unobserved_now: list[str] = []
+        raised: dict[str, str] = {}
         for spec in applicable:
             try:
+                violations = spec.impl.check(subject)  # type: ignore[misc]
+                if violations is UNOBSERVED:
+                    unobserved_now.append(spec.code)
+                    continue
                 found = [
                     _finding(spec, subject.path, subject.line, subject.rollout, subject.raw, violation)
-                    for violation in spec.impl.check(subject)  # type: ignore[misc]
+                    for violation in violations
                 ]
             except Exception as exc:  # noqa: BLE001 - a rule bug must not stop the run
                 self._internal_error(spec, subject, exc)
+                raised[spec.name] = type(exc).__name__
                 continue
             findings.extend(found)
+        for code in unobserved_now:
+            self._unobserved[code] = self._unobserved.get(code, 0) + 1
         if "row" not in subject.evidence or not (self._reductions or self._digesters):
             return
         digests = []
@@ -169,8 +186,8 @@ class RowChecker:
         observed = ()
         if self._digesters:
             row_findings = findings[first:]
-            unobserved_codes = [spec.code for spec in unobserved]
-            observed = tuple(d.digest(subject, row_findings, unobserved_codes) for d in self._digesters)
+            unobserved_codes = [spec.code for spec in unobserved] + unobserved_now
+            observed = tuple(d.digest(subject, row_findings, unobserved_codes, raised) for d in self._digesters)
         unit.rows.append((subject.line, tuple(digests), observed))
 
     def _internal_error(self, spec: RuleSpec, subject: Subject, exc: Exception) -> None:
@@ -194,6 +211,7 @@ class Engine:
         self._reductions: list[tuple[RuleSpec, Reduction]] = [
             (r, r.impl.reduction()) for r in rules if r.impl.reduction is not None
         ]
+        self._observed = [r for r in rules if r.impl.observed]
         self._internal = internal_error
         self.result = Result(coverage={r.code: Coverage(r.name) for r in rules})
 
@@ -242,6 +260,16 @@ class Engine:
                 continue
             self.result.coverage[spec.code].evaluated += 1
             self.result.findings.extend(found)
+        by_name = {spec.name: spec for spec in self._observed}
+        for observer in self._observers:
+            for name, location, rollout, pointer, message in observer.run_findings():
+                spec = by_name.get(name)
+                if spec is not None:
+                    self.result.findings.append(
+                        _finding(spec, location.path, location.line, rollout, None, Violation(pointer, message))
+                    )
+        for spec in self._observed:
+            self.result.coverage[spec.code].evaluated += 1
         self.result.findings.sort(key=Finding.sort_key)
         return self.result
 

@@ -39,6 +39,22 @@ class Violation:
     severity: str | None = None
 
 
+class _Unobserved:
+    """What a row rule returns instead of violations when the row lacks what it judges.
+
+    For evidence a rule can tell only once it looks (health checks: are the turns known, does
+    the agent own a call?); the engine counts the rule unobserved for the row, exactly as when a
+    section it declares is missing.
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNOBSERVED"
+
+
+UNOBSERVED: Any = _Unobserved()
+
 RowCheck = Callable[[Subject], Iterable[Violation]]
 
 
@@ -61,7 +77,12 @@ class Reduction(Protocol):
 class RowDigester(Protocol):
     """The half of a `RowObserver` that sees each row where it is checked; must pickle."""
 
-    def digest(self, subject: Subject, findings: list[Finding], unobserved: list[str]) -> Any: ...
+    def digest(
+        self, subject: Subject, findings: list[Finding], unobserved: list[str], raised: dict[str, str]
+    ) -> Any:
+        """`findings` the row's; `unobserved` the codes of the rules the row left unobserved;
+        `raised` the name of each rule that raised on the row, with the exception's type name."""
+        ...
 
 
 class RowObserver(Protocol):
@@ -69,10 +90,13 @@ class RowObserver(Protocol):
 
     For run-level views that need a row's outcome rather than its evidence (health verdicts).
     Split like a `Reduction`: `digester().digest(...)` where the row is checked, `absorb` in
-    input order where the run is reported.
+    input order where the run is reported. At the end it may report findings for the rules it
+    stands for (`observed_rule`): (rule name, location, rollout, pointer, message).
     """
 
     def digester(self) -> RowDigester: ...
+
+    def run_findings(self) -> Iterable[tuple[str, Location, Rollout | None, str, str]]: ...
 
     def absorb(self, location: Location, digest: Any) -> None: ...
 
@@ -83,6 +107,7 @@ class Implementation:
     reads: frozenset[str]
     check: RowCheck | None = None
     reduction: Callable[[], Reduction] | None = None
+    observed: bool = False  # its findings come from the run's observer (see `observed_rule`)
     doc: str = field(default="", compare=False)
 
 
@@ -116,6 +141,11 @@ def run_rule(name: str, *, reads: Iterable[str]) -> Callable[[type], type]:
         return cls
 
     return decorate
+
+
+def observed_rule(name: str, *, reads: Iterable[str]) -> None:
+    """A run-level rule whose findings the run's observer reports at the end (task health)."""
+    _register(Implementation(name, frozenset(reads), observed=True))
 
 
 def engine_rule(name: str) -> None:

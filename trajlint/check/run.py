@@ -1,15 +1,15 @@
 """One run of the check stage: plan the units of input, check them here or in workers, absorb
-their results in input order, and finish with the run-level rules."""
+their results in input order, and finish with the run-level rules and the run's health."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from trajlint.check import parallel
 from trajlint.check.engine import Coverage, Engine, Result
 from trajlint.check.registry import INTERNAL_ERROR, RuleSpec
-from trajlint.check.rule import RowObserver
+from trajlint.health.verdicts import health_run
 from trajlint.read import Source, Unreadable
 
 
@@ -18,16 +18,24 @@ def run(
     rules: dict[str, RuleSpec],
     *,
     max_row_bytes: int,
-    observers: Sequence[RowObserver] = (),
     jobs: int = 1,
+    health_report: bool = False,
 ) -> Result:
-    """Check everything `sources` yields; `observers` see each row's findings.
+    """Check everything `sources` yields with `rules`.
 
     Files are cut into shards (`read.shards`) and checked by `jobs` processes; the result is
-    the same for every number of jobs, down to the order of findings.
+    the same for every number of jobs, down to the order of findings. When a health rule runs,
+    or `health_report` asks for NeMo Gym's report, the run's health (`result.health`) judges
+    every row; with `health_report` it keeps the verdict rows for `report.health.write_report`.
     """
+    sources = list(sources)
+    health = health_run(rules.values(), [source.path for source in sources], report=health_report)
     internal = next((r for r in rules.values() if r.name == INTERNAL_ERROR), None)
-    engine = Engine([r for r in rules.values() if r.impl.check or r.impl.reduction], internal, observers)
+    engine = Engine(
+        [r for r in rules.values() if r.impl.check or r.impl.reduction or r.impl.observed],
+        internal,
+        [health] if health is not None else [],
+    )
     if internal is not None:
         engine.result.coverage[internal.code] = Coverage(internal.name)
     units = parallel.plan_units(sources, jobs)
@@ -40,4 +48,8 @@ def run(
             for part in parts:
                 engine.absorb(part, lines_before)
                 lines_before += part.physical_lines
-    return engine.finish()
+    result = engine.finish()
+    if health is not None:
+        health.finish(result.findings)
+        result.health = health
+    return result

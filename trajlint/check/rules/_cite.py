@@ -20,7 +20,7 @@ CITED = 100
 
 
 def places(subject: Subject, pointers: Iterable[str], *, leave_out: str = "") -> tuple[Location, ...]:
-    """`claims.places`, stopping at `CITED`: distinct pointers in order, without `leave_out`."""
+    """Distinct pointers in order, without `leave_out`, stopping at `CITED`."""
     seen: set[str] = set()
     out: list[Location] = []
     for pointer in pointers:
@@ -34,7 +34,7 @@ def places(subject: Subject, pointers: Iterable[str], *, leave_out: str = "") ->
 
 
 def cite(subject: Subject, entry: CallEntry, *, leave_out: str) -> tuple[Location, ...]:
-    """`claims.cite`, stopping at `CITED`: the call's places and every claim on it."""
+    """The call's places and every claim on it, except the one the finding points at, stopping at `CITED`."""
     return places(subject, chain(entry.locations, (claim.pointer for claim in entry.claims)), leave_out=leave_out)
 
 

@@ -14,7 +14,8 @@ from typing import Any
 from trajlint.builder.dialects import turn_content
 from trajlint.builder.ledger import AGENT_KINDS, OUTCOME_TURN, TURN, CallEntry, Claim
 from trajlint.row import walk
-from trajlint.check.claims import call_label, first_claims, owner_text
+from trajlint.builder.ledger import call_label
+from trajlint.check.claims import first_claims, owner_text
 from trajlint.check.rules._cite import cite, places
 from trajlint.row.values import hashable
 from trajlint.check.schema_errors import show

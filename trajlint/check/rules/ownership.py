@@ -23,7 +23,8 @@ from trajlint.builder.ledger import (
     Unresolved,
     ref_key,
 )
-from trajlint.check.claims import call_label, claim_phrase, first_claims, owner_text, ref_label
+from trajlint.builder.ledger import call_label
+from trajlint.check.claims import claim_phrase, first_claims, owner_text, ref_label
 from trajlint.check.rules._cite import cite, places, some
 from trajlint.check.subject import Subject
 from trajlint.check.rule import Violation, row_rule

@@ -1,0 +1,424 @@
+"""Rollout health the way NeMo Gym 0.7.0's `gym eval health-check` reports it, from trajlint's findings.
+
+Each row gets a verdict — *unhealthy* when a health check found something, else *unobserved*
+when a check could not run for lack of evidence, else *healthy* — and each task is reduced
+over its repeats (copies of one rollout index with mixed verdicts count as unobserved). The
+numbers go into the report's summary, the task checks' flags become the findings of the task
+rules, and `report.health` writes `quality_summary.json` and `rollout_verdicts.jsonl` in NeMo
+Gym's format. A run has one `HealthRun`: one verdict per row, one `TaskRepeats`.
+
+Memory stays small per row: the run keeps, per task and rollout index, one small integer per
+copy; the verdict rows of the report are spooled to a temporary file and only their sort keys
+and offsets stay in memory.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from trajlint.builder.identity import python_str
+from trajlint.findings import Finding, Location, Rollout
+from trajlint.health.checks import (
+    CHECK_EXECUTION_ERROR,
+    CHECKS,
+    DUPLICATE_IDENTITY,
+    RECORD_UNREADABLE,
+    ROLLOUT_CHECKS,
+    ROW_CHECKS,
+    TASK_CHECKS,
+    HealthCheck,
+)
+from trajlint.health.tasks import (
+    UNHEALTHY,
+    VERDICTS,
+    TaskRepeats,
+    flag_message,
+    rollout_index,
+    stage_index,
+    task_index,
+    verdict,
+)
+from trajlint.health.view import Digest, HealthFinding, Subject, view_of
+from trajlint.row.values import group_key
+
+def _sort_part(value: Any) -> tuple[int, Any]:
+    """NeMo Gym orders integer keys before every other key, those by their text."""
+    return (0, value) if isinstance(value, int) else (1, python_str(value))
+
+
+# -- the run, as the health report sees it ------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Stats:
+    records: int = 0
+    captures: int = 0
+    errors: int = 0
+    errors_by_status: Counter = field(default_factory=Counter)
+    rollouts_with_errors: int = 0
+    ended_on_error: int = 0
+    replayed: int = 0
+    replaying_rollouts: int = 0
+    prompt: int = 0
+    completion: int = 0
+    capture_prompt: int = 0
+    capture_completion: int = 0
+
+    def add(self, digest: Digest) -> None:
+        self.captures += digest.calls > 0
+        if digest.failed_by_status:
+            self.errors += digest.failed_calls
+            self.errors_by_status.update(dict(digest.failed_by_status))
+            self.rollouts_with_errors += 1
+        self.ended_on_error += digest.ended_on_error
+        self.replayed += digest.duplicated_calls
+        self.replaying_rollouts += digest.duplicated_calls > 0
+        self.prompt += digest.transcript_prompt
+        self.completion += digest.transcript_completion
+        self.capture_prompt += digest.capture_prompt
+        self.capture_completion += digest.capture_completion
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """What the health report keeps of one row: its keys, verdict, checks, and the numbers."""
+
+    task: Any  # None: the row has no task index, and its position names it
+    index: Any
+    stage: Any
+    rollout: Any
+    verdict: str
+    found_checks: tuple[str, ...]
+    missing: tuple[str, ...]
+    digest: Digest | None
+    record: bytes | None  # the row's verdict line for the report, when one is written
+
+
+@dataclass(frozen=True, slots=True)
+class RowJudge:
+    """Judges each row where it is checked (a `RowDigester`): the rules of the run, no state."""
+
+    codes: dict[str, str]
+    checks: tuple[HealthCheck, ...]
+    selected: frozenset[str]
+    stated_checked: bool
+    keep_records: bool
+
+    def digest(self, subject: Subject, findings: list[Finding], unobserved: list[str], raised: dict[str, str]) -> Judged:
+        row = subject.row
+        found, missing, digest = self._evaluate(subject, unobserved, raised)
+        result = verdict(bool(found), bool(missing))
+        stage = stage_index(row)
+        return Judged(
+            task=task_index(row),
+            index=rollout_index(row),
+            stage=stage,
+            rollout=subject.rollout,
+            verdict=result,
+            found_checks=tuple(item["check"] for item in found),
+            missing=tuple(missing),
+            digest=digest,
+            record=self._record(row, result, found, missing) if self.keep_records else None,
+        )
+
+    def _evaluate(
+        self, subject: Subject, unobserved: list[str], raised: dict[str, str]
+    ) -> tuple[list[dict[str, Any]], list[str], Digest | None]:
+        """(NeMo Gym findings, unobserved check ids, digest) of one row, from what its rules found."""
+        unobserved_rules = {self.codes.get(code) for code in unobserved}
+        found: list[dict[str, Any]] = []
+        missing: list[str] = []
+        try:
+            view = view_of(subject)
+            digest = view.digest()
+        except Exception as exc:  # noqa: BLE001 - the rules report it as internal-error
+            raised = {**raised, **{check.rules[0]: type(exc).__name__ for check in self.checks}}
+            view = digest = None
+        if digest is not None and digest.stated_invalid and self.stated_checked:
+            found.append(
+                {"check": RECORD_UNREADABLE, "detail": {"reason": "canonical trajectory is unreadable", "error": "ValidationError"}}
+            )
+        for check in self.checks:
+            rule = check.rules[0]
+            if rule in raised:
+                missing.append(check.id)
+                if CHECK_EXECUTION_ERROR in self.selected:
+                    found.append(
+                        {
+                            "check": CHECK_EXECUTION_ERROR,
+                            "detail": {"reason": "check raised an unexpected exception", "failed_check": check.id, "error": raised[rule]},
+                        }
+                    )
+            elif rule in unobserved_rules or view is None:
+                missing.append(check.id)
+            else:
+                found.extend(_ng_finding(check.id, item) for item in view.findings(check) or ())
+        return found, missing, digest  # in NeMo Gym's order: its registry's, a failed check's error in its place
+
+    def _record(self, row: dict[str, Any], result: str, found: list, missing: list) -> bytes:
+        stage = row.get("stage_index")
+        stated = row.get("ng_trajectory")
+        stated_id = stated.get("rollout_id") if isinstance(stated, dict) else None
+        explicit = row.get("_ng_rollout_id") or stated_id
+        record = {
+            "_ng_task_index": row.get("_ng_task_index"),
+            "_ng_rollout_index": row.get("_ng_rollout_index", 0),
+            "rollout_id": python_str(group_key(explicit)) if explicit else None,
+            "verdict": result,
+            "findings": found,
+            "unobserved": missing,
+        }
+        if stage is not None:
+            record["stage_index"] = stage
+        try:
+            return orjson.dumps(record)
+        except (TypeError, ValueError):  # an index nested deeper than JSON writers go
+            for key in ("_ng_task_index", "_ng_rollout_index", "stage_index"):
+                if key in record:
+                    record[key] = group_key(record[key])
+            return orjson.dumps(record)
+
+
+class _Ordinal:
+    """A row without `_ng_task_index`: NeMo Gym uses its position among all non-blank lines.
+
+    Known only at the end (unreadable lines before it count too); until then its identity is
+    the task key.
+    """
+
+    __slots__ = ("position", "value")
+
+    def __init__(self, rows_before: int, position: tuple[int, int]):
+        self.value = rows_before  # rows before it; lines that never became rows are added at the end
+        self.position = position  # (input index, line)
+
+
+def _spool_file() -> Any:
+    import tempfile  # only a run that writes the health report spools
+
+    return tempfile.TemporaryFile()
+
+
+class HealthRun:
+    """Sees each row's findings (a `RowObserver`) and reduces them to NeMo Gym's health report.
+
+    `rules` are the rules of the run: a NeMo Gym check none of whose rules runs is *ignored*, as
+    with `gym eval health-check --ignore-checks`. `inputs` are the input paths in reading order
+    (unreadable lines are named after their input's position). With `spool`, the verdict rows
+    are kept (on disk) for `write_report`.
+    """
+
+    def __init__(self, rules: Iterable[Any], inputs: Sequence[str] = (), *, spool: bool = False):
+        names = {spec.name for spec in rules}
+        self.codes = {spec.code: spec.name for spec in rules}
+        self.checks = tuple(check for check in ROW_CHECKS if check.rules[0] in names)
+        self.selected = frozenset(check.id for check in CHECKS if names & set(check.rules))
+        self.task_rules = {check.id: check.rules[0] for check in CHECKS if check.id in TASK_CHECKS}
+        self.stated_checked = "trajectory-schema" in names
+        self.inputs = {path: i for i, path in enumerate(inputs)}
+        self.repeats = TaskRepeats(duplicates=DUPLICATE_IDENTITY in self.selected)
+        self.stats = _Stats()
+        self.issues: Counter[str] = Counter()
+        self.unobserved: Counter[str] = Counter()  # per rollout check, records it could not judge
+        self.task_coverage = {check: Counter() for check in TASK_CHECKS}
+        self.rows = 0
+        self._ordinals: list[_Ordinal] = []
+        self._spool = _spool_file() if spool else None
+        self._index: list[tuple[Any, ...]] = []
+        self.summary: dict[str, Any] | None = None
+
+    # -- per row --------------------------------------------------------------------------------
+
+    def digester(self) -> RowJudge:
+        return RowJudge(self.codes, self.checks, self.selected, self.stated_checked, self._spool is not None)
+
+    def absorb(self, location: Location, judged: Judged) -> None:
+        task = judged.task
+        if task is None:
+            task = _Ordinal(self.rows, (self.inputs.get(location.path, len(self.inputs)), location.line))
+            self._ordinals.append(task)
+        self.rows += 1
+        digest = judged.digest
+        self.stats.records += 1
+        if digest is not None:
+            self.stats.add(digest)
+        self.issues.update(judged.found_checks)
+        self.unobserved.update(judged.missing)  # evaluated and ignored are counted at the end
+        position = self.repeats.add(
+            task,
+            judged.index,
+            judged.verdict,
+            stage=judged.stage,
+            first=location,
+            rollout=judged.rollout,
+            policy_calls_observed=digest is not None and digest.policy_calls_observed,
+            successful=digest is not None and digest.successful_turn_calls > 0,
+        )
+        if self._spool is not None and judged.record is not None:
+            offset = self._spool.tell()
+            self._spool.write(judged.record)
+            self._index.append((task, judged.index, judged.stage, offset, len(judged.record), position))
+
+    # -- at the end ----------------------------------------------------------------------------
+
+    def run_findings(self) -> Iterator[tuple[str, Location, Rollout | None, str, str]]:
+        """The task checks' flags, as findings of their rules at each task's first row."""
+        for task, entry in self.repeats.tasks.items():
+            outcome = self.repeats.outcome(task)
+            for check in outcome.flags:
+                yield self.task_rules[check], entry.first, entry.rollout, "", flag_message(check, outcome)
+
+    def finish(self, findings: Iterable[Finding]) -> dict[str, Any]:
+        """Fold in the lines that never became rows and reduce the tasks; returns the summary."""
+        unreadable = sorted(
+            ((self.inputs.get(f.path, len(self.inputs)), f.line, f.path, f.name) for f in findings if f.name in _UNREADABLE),
+        )
+        self._resolve_ordinals([(k, line) for k, line, _, _ in unreadable])
+        for k, line, path, name in unreadable:
+            self._unreadable(k, line, path, name)
+        tasks: dict[str, Any] = {}
+        task_issues: Counter[str] = Counter()
+        verdicts: Counter[str] = Counter()
+        # NeMo Gym lists tasks by their text, numbers first (so "10" comes before "2").
+        for task in sorted(self.repeats.tasks, key=lambda t: (isinstance(_task_value(t), str), python_str(_task_value(t)))):
+            outcome = self.repeats.outcome(task)
+            for rollout in self.repeats.tasks[task].buckets:
+                for final, copies in self.repeats.copies(task, rollout):
+                    verdicts[final] += 1
+                    self.issues[DUPLICATE_IDENTITY] += copies > 0
+            flags = [check for check in outcome.flags if check in self.selected]
+            task_issues.update(flags)
+            for check, evaluated in outcome.coverage.items():
+                kind = "ignored" if check not in self.selected else "evaluated" if evaluated else "unobserved"
+                self.task_coverage[check][kind] += 1
+            tasks[python_str(_task_value(task))] = {"repeats": outcome.repeats, **outcome.counts, "flags": flags}
+        self.issues.update(task_issues)
+        stats = self.stats
+        self.summary = {
+            "run": {
+                "ignored_checks": sorted(check.id for check in CHECKS if check.id not in self.selected),
+                "artifacts": {
+                    "records": stats.records,
+                    "captures": stats.captures,
+                    "coverage": self._coverage(),
+                },
+                "verdicts": {v: verdicts.get(v, 0) for v in VERDICTS},
+                "issues": {check.id: self.issues.get(check.id, 0) for check in CHECKS},
+                "stats": {
+                    "model_call_errors": {
+                        "total": stats.errors,
+                        "by_status": dict(sorted(stats.errors_by_status.items())),
+                        "rollouts_affected": stats.rollouts_with_errors,
+                        "ended_on_error": stats.ended_on_error,
+                    },
+                    "duplicated_calls": {"replayed": stats.replayed, "rollouts": stats.replaying_rollouts},
+                    "tokens": {
+                        "prompt": stats.prompt,
+                        "completion": stats.completion,
+                        "capture_prompt": stats.capture_prompt,
+                        "capture_completion": stats.capture_completion,
+                    },
+                },
+            },
+            "tasks": tasks,
+        }
+        return self.summary
+
+    def _coverage(self) -> dict[str, dict[str, int]]:
+        """Per check: records (or tasks) it judged, could not judge, or did not run on."""
+        records = self.stats.records
+        coverage = {}
+        for check in ROLLOUT_CHECKS:
+            if check not in self.selected:
+                coverage[check] = {"evaluated": 0, "unobserved": 0, "ignored": records}
+            else:
+                unobserved = self.unobserved[check]
+                coverage[check] = {"evaluated": records - unobserved, "unobserved": unobserved, "ignored": 0}
+        for check, counts in self.task_coverage.items():
+            coverage[check] = {k: counts.get(k, 0) for k in ("evaluated", "unobserved", "ignored")}
+        return coverage
+
+    def _resolve_ordinals(self, unreadable: list[tuple[int, int]]) -> None:
+        for ordinal in self._ordinals:
+            ordinal.value += bisect.bisect_left(unreadable, ordinal.position)
+
+    def _unreadable(self, k: int, line: int, path: str, name: str) -> None:
+        task = f"__unreadable_record__:input-{k}:line-{line}"
+        self.stats.records += 1
+        error = "JSONDecodeError" if name == "invalid-json" else "RowTooLarge" if name == "row-too-large" else "ValueError"
+        found = [
+            {
+                "check": RECORD_UNREADABLE,
+                "locator": {"source_file": path, "line": line},
+                "detail": {"reason": "rollout record is unreadable", "error": error},
+            }
+        ]
+        missing = [check for check in ROLLOUT_CHECKS if check != RECORD_UNREADABLE and check in self.selected]
+        self.issues[RECORD_UNREADABLE] += 1
+        self.unobserved.update(missing)
+        position = self.repeats.add(
+            task, 0, UNHEALTHY, first=Location(path, line), rollout=None,
+            policy_calls_observed=False, successful=False,
+        )
+        if self._spool is not None:
+            record = {"_ng_task_index": task, "_ng_rollout_index": 0, "rollout_id": f"{task}-0",
+                      "verdict": UNHEALTHY, "findings": found, "unobserved": missing}
+            data = orjson.dumps(record)
+            offset = self._spool.tell()
+            self._spool.write(data)
+            self._index.append((task, 0, None, offset, len(data), position))
+
+    def close(self) -> None:
+        if self._spool is not None:
+            self._spool.close()
+            self._spool = None
+
+    def verdict_rows(self) -> Iterator[bytes]:
+        """The verdict rows in NeMo Gym's order (task, rollout, stage), one JSON line each."""
+        assert self._spool is not None, "the observer was made without spool"
+        order = sorted(
+            range(len(self._index)),
+            key=lambda i: tuple(_sort_part(v) for v in (_task_value(self._index[i][0]), self._index[i][1], self._index[i][2])),
+        )
+        for i in order:
+            task, index, _, offset, length, position = self._index[i]
+            self._spool.seek(offset)
+            record = orjson.loads(self._spool.read(length))
+            final, copies = self.repeats.copies(task, index)[position]
+            if isinstance(task, _Ordinal):
+                record["_ng_task_index"] = task.value
+            if record["rollout_id"] is None:
+                record["rollout_id"] = f"{python_str(record['_ng_task_index'])}-{python_str(record['_ng_rollout_index'])}"
+            if copies:
+                record["verdict"] = final
+                record["findings"].append({"check": DUPLICATE_IDENTITY, "detail": {"duplicate_count": copies}})
+            yield orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+
+
+_UNREADABLE = frozenset({"invalid-json", "row-not-object", "row-too-large"})
+
+
+def _task_value(task: Any) -> Any:
+    return task.value if isinstance(task, _Ordinal) else task
+
+
+def _ng_finding(check: str, item: HealthFinding) -> dict[str, Any]:
+    out: dict[str, Any] = {"check": check}
+    if item.locator is not None:
+        out["locator"] = item.locator
+    out["detail"] = item.detail
+    return out
+
+
+def health_run(rules: Iterable[Any], inputs: Sequence[str], *, report: bool) -> HealthRun | None:
+    """The run's health: when a health rule runs, or a health report is wanted."""
+    rules = list(rules)
+    if not report and not any(spec.entry.family == "health" for spec in rules):
+        return None
+    return HealthRun(rules, inputs, spool=report)
