@@ -70,15 +70,15 @@ def decode_mode(mode: int, size: int) -> tuple[str, int, int | None]:
 @contextlib.contextmanager
 def _chunk_size(size: int | None) -> Iterator[None]:
     """Small read chunks put line boundaries, carried lines and oversize checks everywhere."""
-    from trajlint import read
+    from trajlint.read import decompress
 
-    saved = read._CHUNK_BYTES, read._ZSTD_READ_BYTES
+    saved = decompress._CHUNK_BYTES, decompress._ZSTD_READ_BYTES
     if size is not None:
-        read._CHUNK_BYTES = read._ZSTD_READ_BYTES = size
+        decompress._CHUNK_BYTES = decompress._ZSTD_READ_BYTES = size
     try:
         yield
     finally:
-        read._CHUNK_BYTES, read._ZSTD_READ_BYTES = saved
+        decompress._CHUNK_BYTES, decompress._ZSTD_READ_BYTES = saved
 
 
 class Pipeline:

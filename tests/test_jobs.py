@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from trajlint import read
 from trajlint.check import engine, parallel
 from trajlint.cli import main
+from trajlint.read import units
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -113,8 +114,8 @@ def corpus(tmp_path_factory) -> Path:
 def _run(
     args: list[str], monkeypatch, *, shard_bytes: int, min_bytes: int = 0, part_rows: int = 1000, batch_bytes: int = 50_000
 ) -> tuple[int, bytes]:
-    monkeypatch.setattr(read, "SHARD_BYTES", shard_bytes)
-    monkeypatch.setattr(read, "BATCH_BYTES", batch_bytes)
+    monkeypatch.setattr(units, "SHARD_BYTES", shard_bytes)
+    monkeypatch.setattr(units, "BATCH_BYTES", batch_bytes)
     monkeypatch.setattr(engine, "PART_ROWS", part_rows)
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", min_bytes)
     result = CliRunner().invoke(main, args, catch_exceptions=False)
@@ -175,10 +176,10 @@ def test_standard_input_is_checked_in_its_turn(corpus, monkeypatch):
     data = (corpus / "rows.jsonl").read_bytes()
     args = ["check", "--isolated", "--output-format", "json", "--max-row-bytes", "300000",
             str(corpus / "rows.jsonl"), "-", str(corpus / "second.jsonl")]
-    monkeypatch.setattr(read, "SHARD_BYTES", 10**9)
+    monkeypatch.setattr(units, "SHARD_BYTES", 10**9)
     single = CliRunner().invoke(main, [*args, "--jobs", "1"], input=data)
-    monkeypatch.setattr(read, "SHARD_BYTES", 50_000)
-    monkeypatch.setattr(read, "BATCH_BYTES", 20_000)  # standard input in many batches
+    monkeypatch.setattr(units, "SHARD_BYTES", 50_000)
+    monkeypatch.setattr(units, "BATCH_BYTES", 20_000)  # standard input in many batches
     sharded = CliRunner().invoke(main, [*args, "--jobs", "2"], input=data)
     assert single.exit_code == sharded.exit_code == 1
     assert single.stdout_bytes == sharded.stdout_bytes
@@ -244,14 +245,14 @@ def test_hostile_files_cut_into_tiny_shards_give_the_same_report(monkeypatch, sh
 
 _DYING_WORKER = """
 import os, sys
-from trajlint import read
+from trajlint.read import units
 from trajlint.check import engine, parallel
 from trajlint.cli import main
 
 def die(unit):
     os._exit(9)
 
-read.SHARD_BYTES = 50_000
+units.SHARD_BYTES = 50_000
 parallel.PARALLEL_MIN_BYTES = 0
 parallel._check_in_worker = die
 sys.argv = ["trajlint", "check", "--isolated", "--jobs", "2", sys.argv[1]]
@@ -272,7 +273,7 @@ def test_a_worker_that_dies_ends_the_run_with_an_error_not_a_hang(corpus):
 
 _STOPPED = """
 import os, signal, sys
-from trajlint import read
+from trajlint.read import units
 from trajlint.check import engine, parallel
 from trajlint.cli import main
 
@@ -299,7 +300,7 @@ def stop_in_visit(self, subject):
     stop_once()
     return visit(self, subject)
 
-read.SHARD_BYTES = 50_000
+units.SHARD_BYTES = 50_000
 parallel.PARALLEL_MIN_BYTES = 0
 if jobs == "1":
     engine.RowChecker.visit = stop_in_visit

@@ -17,7 +17,7 @@ import pytest
 import zstandard
 
 from trajlint import read
-from trajlint.read import Line, OversizedLine, ParseError, Source, Unreadable, iter_sources, parse
+from trajlint.read import Line, OversizedLine, ParseError, Source, Unreadable, decompress, iter_sources, parse
 
 ROWS = b'{"a":1}\n\n   \n{"b":2}\r\n\t\n{"c":3}'  # blank lines, CRLF, no final newline
 ROWS_EXPECTED = [(1, b'{"a":1}'), (4, b'{"b":2}\r'), (6, b'{"c":3}')]
@@ -379,8 +379,8 @@ def as_tuples(items: list) -> list:
 @pytest.mark.parametrize("chunk_bytes", [1, 2, 3, 7, 64, 4096])
 @pytest.mark.parametrize("encode, suffix", [(lambda d: d, ""), (gz, ".gz"), (zst, ".zst")])
 def test_chunk_boundaries_never_change_the_lines(tmp_path, monkeypatch, chunk_bytes, encode, suffix):
-    monkeypatch.setattr(read, "_CHUNK_BYTES", chunk_bytes)
-    monkeypatch.setattr(read, "_ZSTD_READ_BYTES", chunk_bytes)
+    monkeypatch.setattr(decompress, "_CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(decompress, "_ZSTD_READ_BYTES", chunk_bytes)
     generator = random.Random(chunk_bytes)
     parts = []
     for _ in range(300):
@@ -498,7 +498,7 @@ def frame_ends(frames: list[bytes]) -> set[int]:
 
 
 def zstd_layout_says_truncated(data: bytes) -> bool:
-    frames = read._ZstdFrames(io.BytesIO(data))
+    frames = decompress._ZstdFrames(io.BytesIO(data))
     while frames.read(7):  # small reads: headers straddle reads
         pass
     return frames.truncated

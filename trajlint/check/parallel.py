@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from trajlint import read
 from trajlint.check import engine
-from trajlint.read import Source, Unreadable
+from trajlint.read import Source, Unreadable, units
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -45,12 +45,12 @@ READ_AHEAD_BYTES = 32 * 1024 * 1024
 def plan_units(sources: Iterable[Source | Unreadable], jobs: int) -> list[Unit]:
     """The units of work, in input order: files, with the plain ones over two shards long cut.
 
-    One process cuts at `read.SHARD_BYTES` (only its memory depends on it). With workers the
+    One process cuts at `units.SHARD_BYTES` (only its memory depends on it). With workers the
     shards are made smaller when the input is small, so that each worker gets several and the
     last to finish does not keep the others waiting.
     """
     sources = list(sources)
-    shard_bytes = read.SHARD_BYTES
+    shard_bytes = units.SHARD_BYTES
     if jobs > 1:
         total = sum(_size(s) for s in sources if isinstance(s, Source) and not s.compression and not s.whole)
         shard_bytes = min(shard_bytes, max(_MIN_SHARD_BYTES, total // (jobs * _SHARDS_PER_WORKER)))

@@ -1,0 +1,75 @@
+"""One file to read: opened, its bytes decompressed into chunks, the chunks split into lines."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from trajlint.read.decompress import _CHUNK_READERS, _span_chunks
+from trajlint.read.files import _open_regular_file
+from trajlint.read.items import DEFAULT_MAX_ROW_BYTES, Line, LineTally, OversizedLine, Unreadable
+from trajlint.read.lines import _split_lines, _whole_document
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One file to read. ``compression`` ("", "gzip", "zstd") and ``whole`` (a one-row .json
+    file) follow from the path's suffixes unless given."""
+
+    path: str
+    compression: str | None = None
+    whole: bool | None = None
+    stream: BinaryIO | None = field(default=None, repr=False, compare=False)  # stdin only
+    # A shard: the bytes [start, end) of a plain file (end None: to the end of the file). Its
+    # lines are numbered from 1 at `start`; whoever split the file adds the lines before it.
+    span: tuple[int, int | None] | None = None
+
+    def __post_init__(self) -> None:
+        name = self.path.lower()
+        compression = ""
+        if name.endswith(".gz"):
+            compression, name = "gzip", name[:-3]
+        elif name.endswith(".zst"):
+            compression, name = "zstd", name[:-4]
+        if self.compression is None:
+            object.__setattr__(self, "compression", compression)
+        if self.whole is None:
+            object.__setattr__(self, "whole", name.endswith(".json"))
+
+    @property
+    def first_shard(self) -> bool:
+        """Whether this is the file itself or the shard that starts it (which speaks for the file)."""
+        return self.span is None or self.span[0] == 0
+
+    def lines(
+        self, max_row_bytes: int = DEFAULT_MAX_ROW_BYTES, tally: LineTally | None = None
+    ) -> Iterator[Line | OversizedLine | Unreadable]:
+        """Yield the file's rows in order; a failure ends the iteration with one `Unreadable`.
+
+        `tally`, when given, holds the number of physical lines read once the iteration ends.
+        """
+        if self.stream is not None:
+            handle, owned = self.stream, False  # stdin belongs to the caller: never closed here
+        else:
+            opened = _open_regular_file(self.path)
+            if isinstance(opened, Unreadable):
+                if not self.first_shard:  # the file went away after it was split
+                    opened = Unreadable(self.path, 1, opened.reason)
+                yield opened
+                return
+            handle, owned = opened, True
+        if self.span is None:
+            chunks = _CHUNK_READERS[self.compression](handle)
+        else:
+            chunks = _span_chunks(handle, *self.span)
+        tally = tally if tally is not None else LineTally()
+        try:
+            if self.whole:
+                yield from _whole_document(self.path, chunks, max_row_bytes)
+            else:
+                yield from _split_lines(self.path, chunks, max_row_bytes, tally)
+        finally:
+            chunks.close()
+            if owned:
+                handle.close()

@@ -1,0 +1,121 @@
+"""Units of work for the check processes: a plain file cut into shards (byte spans), a stream's
+lines cut into batches."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from trajlint.read.files import _open_regular_file
+from trajlint.read.items import DEFAULT_MAX_ROW_BYTES, Line, LineTally, OversizedLine, Unreadable
+from trajlint.read.source import Source
+
+# Shards this size keep a worker's findings and digests small and give every core a fair share;
+# the per-shard cost (an open, a seek, a search for the next line end) is negligible beside it.
+SHARD_BYTES = 16 * 1024 * 1024
+
+
+def shards(source: Source, shard_bytes: int | None = None) -> list[Source]:
+    """`source` cut at line ends into shards of about `shard_bytes`, in file order.
+
+    Only a plain JSONL file on disk can be cut (a compressed stream has no byte offsets to seek
+    to); anything else, and a file too small to be worth cutting, is its single shard. Finding
+    the cuts reads a little past each nominal offset, never the file. A file that cannot be
+    opened here is left whole, for the read to report.
+    """
+    shard_bytes = shard_bytes or SHARD_BYTES
+    if source.stream is not None or source.compression or source.whole or source.span is not None:
+        return [source]
+    try:
+        size = os.stat(source.path).st_size
+    except OSError:
+        return [source]
+    if size < 2 * shard_bytes:
+        return [source]
+    opened = _open_regular_file(source.path)
+    if isinstance(opened, Unreadable):
+        return [source]
+    starts = [0]
+    try:
+        with opened as handle:
+            for nominal in range(shard_bytes, size, shard_bytes):
+                start = _line_start_at_or_after(handle, max(nominal, starts[-1] + 1))
+                if start is None or start >= size:
+                    break
+                starts.append(start)
+    except OSError:
+        return [source]
+    ends: list[int | None] = [*starts[1:], None]  # the last shard reads whatever the file holds then
+    return [Source(source.path, "", False, span=(a, b)) for a, b in zip(starts, ends)]
+
+
+def _line_start_at_or_after(handle: BinaryIO, offset: int) -> int | None:
+    """The first offset >= `offset` that follows a b"\n" (None: no line starts there)."""
+    position = offset - 1  # the byte before `offset` may itself end a line
+    handle.seek(position)
+    while piece := handle.read(64 * 1024):
+        found = piece.find(b"\n")
+        if found >= 0:
+            return position + found + 1
+        position += len(piece)
+    return None
+
+
+# Lines of a stream handed to a worker at a time: small enough that two workers share an 8 MiB
+# stream fairly, large enough that handing a batch over (a pickle through a pipe) costs little
+# beside checking it (~30 ms of rows); the row cap bounds the digests a worker returns.
+BATCH_BYTES = 1024 * 1024
+BATCH_ROWS = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Lines of a stream already read here, for a worker to check.
+
+    A compressed file or standard input has no offsets a worker could seek to, so the process
+    that reads it cuts its lines into batches instead. Lines keep their numbers in the whole
+    stream; the batch that starts the stream (`first_shard`) speaks for the file. A line is
+    carried as (number, raw), which pickles far faster than a `Line`.
+    """
+
+    path: str
+    first_shard: bool
+    items: tuple[tuple[int, bytes] | OversizedLine | Unreadable, ...]
+    size: int = 0  # bytes of its lines
+
+    def lines(
+        self, max_row_bytes: int = DEFAULT_MAX_ROW_BYTES, tally: LineTally | None = None
+    ) -> Iterator[Line | OversizedLine | Unreadable]:
+        """The batch's items as the stream yielded them (the row cap was applied when it was read).
+
+        `tally` stays at 0: the lines carry their numbers in the whole stream, so nobody adds
+        lines before them."""
+        path = self.path
+        for item in self.items:
+            yield Line(path, *item) if type(item) is tuple else item  # type: ignore[misc]
+
+
+def batches(
+    source: Source, max_row_bytes: int = DEFAULT_MAX_ROW_BYTES, batch_bytes: int | None = None
+) -> Iterator[Batch]:
+    """`source`'s lines read here and cut into batches of about `batch_bytes`, in order.
+
+    There is always a first batch, empty for an empty stream, so the file is reported on.
+    """
+    batch_bytes = batch_bytes or BATCH_BYTES
+    items: list[tuple[int, bytes] | OversizedLine | Unreadable] = []
+    size = 0
+    first = True
+    for item in source.lines(max_row_bytes):
+        if type(item) is Line:
+            items.append((item.number, item.raw))
+            size += len(item.raw)
+        else:
+            items.append(item)  # type: ignore[arg-type]
+        if size >= batch_bytes or len(items) >= BATCH_ROWS:
+            yield Batch(source.path, first, tuple(items), size)
+            items, size, first = [], 0, False
+    if items or first:
+        yield Batch(source.path, first, tuple(items), size)
