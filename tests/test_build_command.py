@@ -9,7 +9,7 @@ import orjson
 
 from trajlint.contract import schemas
 from trajlint.build_rows import write_builds
-from trajlint.read import same_file
+from trajlint.report.write import same_file
 from trajlint.read import iter_sources
 
 from .conftest import EXAMPLES

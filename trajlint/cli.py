@@ -5,10 +5,11 @@ Heavy modules are imported inside the commands so that `trajlint --help` starts 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
@@ -454,8 +455,7 @@ def baseline_command(output: str | None, **options: Any) -> None:
         raise Failure(f"{internal_error_line(result.findings, result.internal_errors)}; {path} was not written")
     document = baseline.record(selection.drop_ignored(result.findings, ignores))
     try:
-        with open(path, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(baseline.dumps(document))
+        report_outputs.write_file(path, [baseline.dumps(document)])
     except OSError as exc:
         raise Failure(f"cannot write {path}: {exc.strerror or exc}") from None
     entries = document["entries"]
@@ -501,11 +501,7 @@ def build_command(paths: tuple[str, ...], output: str | None, trajectory_only: b
     input_rules = [spec for spec in rules.values() if spec.entry.family == "input"]
     internal = next((spec for spec in rules.values() if spec.name == INTERNAL_ERROR), None)
     try:
-        handle = open(output, "wb") if output is not None else sys.stdout.buffer
-    except OSError as exc:
-        raise Failure(f"cannot write {output}: {exc.strerror or exc}") from None
-    try:
-        try:
+        with report_outputs.replacing(output, binary=True) if output is not None else _stdout_bytes() as handle:
             result = write_builds(
                 sources,
                 input_rules,
@@ -514,11 +510,6 @@ def build_command(paths: tuple[str, ...], output: str | None, trajectory_only: b
                 max_row_bytes=max_row_bytes or DEFAULT_MAX_ROW_BYTES,
                 trajectory_only=trajectory_only,
             )
-        finally:
-            if output is not None:
-                handle.close()
-            else:
-                handle.flush()
     except BrokenPipeError:
         raise  # the reader went away: `_guarded` ends quietly
     except OSError as exc:  # reading never raises (it reports); this is the output failing
@@ -528,6 +519,14 @@ def build_command(paths: tuple[str, ...], output: str | None, trajectory_only: b
     if result.internal_errors:
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if result.failures else EXIT_CLEAN)
+
+
+@contextlib.contextmanager
+def _stdout_bytes() -> Iterator[Any]:
+    try:
+        yield sys.stdout.buffer
+    finally:
+        sys.stdout.buffer.flush()
 
 
 def internal_error_line(findings: list[Any], count: int) -> str:

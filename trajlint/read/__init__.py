@@ -4,7 +4,7 @@ Nothing here ever raises on data or on a bad path: problems come back as `Unread
 files are only ever opened read-only. The modules, in the order the data flows through them:
 
 - `discover`: named paths, globs and directories -> `Source` items (each file once) or `Unreadable`.
-- `files`: the read-only open and the reasons a path cannot be read; `same_file`.
+- `files`: the read-only open and the reasons a path cannot be read.
 - `source`: `Source`, one file to read: opened, decompressed, split into lines.
 - `decompress`: a plain, gzip or zstd file -> byte chunks; a broken stream raises `_StreamBroken`.
 - `lines`: byte chunks -> `Line` and `OversizedLine` items, memory bounded by the row cap.
@@ -16,7 +16,6 @@ files are only ever opened read-only. The modules, in the order the data flows t
 from __future__ import annotations
 
 from trajlint.read.discover import iter_sources
-from trajlint.read.files import same_file
 from trajlint.read.items import DEFAULT_MAX_ROW_BYTES, Line, LineTally, OversizedLine, ParseError, Unreadable
 from trajlint.read.parse import parse
 from trajlint.read.source import Source
@@ -37,6 +36,5 @@ __all__ = [
     "batches",
     "iter_sources",
     "parse",
-    "same_file",
     "shards",
 ]

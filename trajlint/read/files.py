@@ -10,19 +10,6 @@ from typing import BinaryIO
 from trajlint.read.items import Unreadable
 
 
-def same_file(a: str, b: str) -> bool:
-    """Whether two paths name one file: the same path once links are resolved, or one inode.
-
-    Every writer checks its target with this, so that trajlint never writes to an input.
-    """
-    if os.path.realpath(a) == os.path.realpath(b):
-        return True
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
-
-
 def _open_regular_file(path: str) -> BinaryIO | Unreadable:
     """Open read-only; non-blocking so that a path swapped for a FIFO since it was listed cannot
     hang the open (the flag changes nothing for regular files)."""

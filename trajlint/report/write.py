@@ -11,8 +11,8 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterable, Sequence
-from typing import AnyStr, TextIO
+from collections.abc import Iterable, Iterator, Sequence
+from typing import IO, Any, AnyStr, TextIO
 
 from trajlint.report.context import Report
 from trajlint.report.formats import Output, Renderer, renderer
@@ -68,6 +68,14 @@ def write(report: Report, output: Output, stdout: TextIO, render: Renderer | Non
 
 def write_file(path: str, chunks: Iterable[AnyStr], *, binary: bool = False) -> None:
     """Write `chunks` (text, or bytes with `binary`) to `path`, replacing what it held."""
+    with replacing(path, binary=binary) as handle:
+        for chunk in chunks:
+            handle.write(chunk)
+
+
+@contextlib.contextmanager
+def replacing(path: str, *, binary: bool = False) -> Iterator[IO[Any]]:
+    """A handle whose content replaces `path` once the block ends without an exception."""
     target = os.path.realpath(path)  # a link's file is replaced, not the link
     try:
         mode: int | None = os.stat(target).st_mode
@@ -77,8 +85,8 @@ def write_file(path: str, chunks: Iterable[AnyStr], *, binary: bool = False) -> 
         mode = 0  # cannot tell: written in place, as any file is by `open`
     # Only a regular file (or none yet) may be replaced by renaming: not /dev/stdout or a FIFO.
     # Anything else, and a directory that takes no new file, is written in place. Otherwise the
-    # report is written beside the target and renamed over it, so that a run stopped halfway
-    # (Ctrl-C, a full disk) leaves the previous report whole instead of a truncated one.
+    # file is written beside the target and renamed over it, so that a run stopped halfway
+    # (Ctrl-C, a full disk) leaves the previous file whole instead of a truncated one.
     opened = _temporary_beside(target) if mode is None or stat.S_ISREG(mode) else None
     fd, temporary = opened if opened is not None else (None, None)
     try:
@@ -89,8 +97,7 @@ def write_file(path: str, chunks: Iterable[AnyStr], *, binary: bool = False) -> 
             else open(opened_as, "w", encoding="utf-8", errors="backslashreplace", newline="\n")
         )
         with handle:
-            for chunk in chunks:
-                handle.write(chunk)
+            yield handle
         if temporary is not None:
             # The permissions of the file it replaces, else those `open` would give a new one.
             os.chmod(temporary, stat.S_IMODE(mode) if mode is not None else 0o666 & ~_umask())
