@@ -8,7 +8,7 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from trajlint import baseline
+from trajlint.report import baseline
 from trajlint.contract import schemas
 from trajlint.cli import main
 from trajlint.findings import Finding, Rollout

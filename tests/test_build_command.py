@@ -8,7 +8,7 @@ import os
 import orjson
 
 from trajlint.contract import schemas
-from trajlint.build_rows import write_builds
+from trajlint.cli.build_job import write_builds
 from trajlint.report.write import same_file
 from trajlint.read import iter_sources
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from trajlint import config
+from trajlint.cli import config
 from trajlint.check import select
 from trajlint.cli import main
 

@@ -1,4 +1,4 @@
-"""The command line. It only wires the stages together: read → check → report.
+"""The click commands: options in, one call per stage, an exit status out.
 
 Heavy modules are imported inside the commands so that `trajlint --help` starts fast.
 """
@@ -6,8 +6,6 @@ Heavy modules are imported inside the commands so that `trajlint --help` starts 
 from __future__ import annotations
 
 import contextlib
-import functools
-import signal
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -17,84 +15,8 @@ import click
 from trajlint import __version__
 from trajlint.findings import SEVERITIES
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-# The shell's statuses for a process ended by SIGINT and SIGTERM (128 + the signal): a run
-# stopped before its end is neither clean nor a run with findings.
-EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
-
-
-class Terminated(BaseException):
-    """SIGTERM arrived (`timeout`, a process manager). Raised like Ctrl-C's KeyboardInterrupt so
-    that the run unwinds and stops its workers; a BaseException, so that no `except Exception`
-    on the way (rule containment) takes it for a bug."""
-
-
-def _raise_terminated(signum: int, frame: Any) -> None:
-    raise Terminated
-
-
-def _set_stop_handlers(on_int: Any, on_term: Any) -> tuple[Any, Any] | None:
-    """Install handlers for SIGINT and SIGTERM and return the ones they replace (None where
-    signals cannot be set from here: a thread other than the main one)."""
-    try:
-        previous = signal.signal(signal.SIGINT, on_int), signal.signal(signal.SIGTERM, on_term)
-    except ValueError:
-        return None
-    # None: a handler set outside Python, which cannot be put back; the default stands in.
-    return tuple(signal.SIG_DFL if p is None else p for p in previous)  # type: ignore[return-value]
-
-
-def _ignore_stop_signals() -> None:
-    """A second Ctrl-C (or SIGTERM) while trajlint says why it stops must not cut that short
-    into another status."""
-    _set_stop_handlers(signal.SIG_IGN, signal.SIG_IGN)
-
-
-class Failure(click.ClickException):
-    """A problem with the invocation, the configuration or the environment, not with the data."""
-
-    exit_code = EXIT_ERROR
-
-
-def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn an unexpected exception into one line and exit 2; `--debug` keeps the traceback."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, debug: bool = False, **kwargs: Any) -> Any:
-        on_int = signal.getsignal(signal.SIGINT)  # kept: the shell may have set it ignored
-        previous = _set_stop_handlers(signal.SIG_DFL if on_int is None else on_int, _raise_terminated)
-        try:
-            return fn(*args, **kwargs)
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
-            raise
-        except KeyboardInterrupt:
-            _ignore_stop_signals()
-            previous = None  # the process is on its way out: a third signal changes nothing
-            click.echo("trajlint: interrupted", err=True)
-            sys.exit(EXIT_INTERRUPTED)
-        except Terminated:
-            _ignore_stop_signals()
-            previous = None
-            click.echo("trajlint: terminated", err=True)
-            sys.exit(EXIT_TERMINATED)
-        except BrokenPipeError:
-            # The reader (e.g. `| head`) went away; nothing left to say and no one to say it to.
-            sys.stderr.close()
-            sys.exit(EXIT_FINDINGS)
-        except Exception as exc:  # noqa: BLE001
-            if debug:
-                raise
-            click.echo(
-                f"trajlint: internal error: {type(exc).__name__}: {exc}. This is a bug in "
-                "trajlint; rerun with --debug for the traceback and please report it.",
-                err=True,
-            )
-            sys.exit(EXIT_ERROR)
-        finally:
-            if previous is not None:
-                _set_stop_handlers(*previous)
-
-    return click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")(wrapper)
+from trajlint.cli.exit import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, exit_status
+from trajlint.cli.signals import Failure, guarded as _guarded
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -201,7 +123,7 @@ def _lint_setup(
     A bad configuration file, profile or rule selector ends the command here with exit 2,
     before anything is read.
     """
-    from trajlint import config
+    from trajlint.cli import config
     from trajlint.check import select as selection
     from trajlint.check.registry import load_rules
 
@@ -323,9 +245,8 @@ def check(
     from trajlint.check.run import run
     from trajlint.read import Unreadable
     from trajlint.report import document, formats, health, write as report_outputs
-    from trajlint.report.status import exit_status
 
-    from trajlint.baseline import Baseline, BaselineError
+    from trajlint.report.baseline import Baseline, BaselineError
 
     _, settings, rules, ignores = _lint_setup(options, {"fail-level": fail_level, "baseline": baseline})
     try:
@@ -439,7 +360,7 @@ def baseline_command(output: str | None, **options: Any) -> None:
     on line numbers, and carry counts. Selection, configuration and per-file ignores apply as
     they do for `trajlint check`.
     """
-    from trajlint import baseline
+    from trajlint.report import baseline
     from trajlint.check import select as selection
     from trajlint.check.run import run
     from trajlint.report import formats, write as report_outputs
@@ -486,7 +407,7 @@ def build_command(paths: tuple[str, ...], output: str | None, trajectory_only: b
     holding the ledger. Lines that cannot be built are reported on standard error and left out:
     exit 0 when every line was built, 1 otherwise, 2 on an internal error.
     """
-    from trajlint.build_rows import write_builds
+    from trajlint.cli.build_job import write_builds
     from trajlint.check.registry import INTERNAL_ERROR, load_rules
     from trajlint.read import DEFAULT_MAX_ROW_BYTES
     from trajlint.report import formats, write as report_outputs

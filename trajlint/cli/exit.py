@@ -7,14 +7,17 @@ from collections.abc import Iterable
 
 from trajlint.findings import Finding, severity_rank
 
-CLEAN, FINDINGS, ERROR = 0, 1, 2
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+# The shell's statuses for a process ended by SIGINT and SIGTERM (128 + the signal): a run
+# stopped before its end is neither clean nor a run with findings.
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
 
 def exit_status(
     findings: Iterable[Finding], *, fail_level: str = "error", internal_errors: int = 0, exit_zero: bool = False
 ) -> int:
     if internal_errors:
-        return ERROR
+        return EXIT_ERROR
     threshold = severity_rank(fail_level)
     failing = any(severity_rank(f.severity) <= threshold for f in findings)
-    return FINDINGS if failing and not exit_zero else CLEAN
+    return EXIT_FINDINGS if failing and not exit_zero else EXIT_CLEAN

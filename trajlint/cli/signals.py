@@ -1,0 +1,104 @@
+"""Stopping a run: SIGINT and SIGTERM end it with 130 and 143, a closed pipe quietly, and an
+unexpected exception with one line and exit 2 (`--debug` keeps the traceback)."""
+
+from __future__ import annotations
+
+import functools
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from trajlint.cli.exit import (
+    EXIT_ERROR,
+    EXIT_FINDINGS,
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+)
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived (`timeout`, a process manager). Raised like Ctrl-C's KeyboardInterrupt so
+    that the run unwinds and stops its workers; a BaseException, so that no `except Exception`
+    on the way (rule containment) takes it for a bug."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated
+
+
+def _set_stop_handlers(on_int: Any, on_term: Any) -> tuple[Any, Any] | None:
+    """Install handlers for SIGINT and SIGTERM and return the ones they replace (None where
+    signals cannot be set from here: a thread other than the main one)."""
+    try:
+        previous = (
+            signal.signal(signal.SIGINT, on_int),
+            signal.signal(signal.SIGTERM, on_term),
+        )
+    except ValueError:
+        return None
+    # None: a handler set outside Python, which cannot be put back; the default stands in.
+    return tuple(signal.SIG_DFL if p is None else p for p in previous)  # type: ignore[return-value]
+
+
+def _ignore_stop_signals() -> None:
+    """A second Ctrl-C (or SIGTERM) while trajlint says why it stops must not cut that short
+    into another status."""
+    _set_stop_handlers(signal.SIG_IGN, signal.SIG_IGN)
+
+
+class Failure(click.ClickException):
+    """A problem with the invocation, the configuration or the environment, not with the data."""
+
+    exit_code = EXIT_ERROR
+
+
+def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn an unexpected exception into one line and exit 2; `--debug` keeps the traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, debug: bool = False, **kwargs: Any) -> Any:
+        on_int = signal.getsignal(
+            signal.SIGINT
+        )  # kept: the shell may have set it ignored
+        previous = _set_stop_handlers(
+            signal.SIG_DFL if on_int is None else on_int, _raise_terminated
+        )
+        try:
+            return fn(*args, **kwargs)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except KeyboardInterrupt:
+            _ignore_stop_signals()
+            previous = (
+                None  # the process is on its way out: a third signal changes nothing
+            )
+            click.echo("trajlint: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except Terminated:
+            _ignore_stop_signals()
+            previous = None
+            click.echo("trajlint: terminated", err=True)
+            sys.exit(EXIT_TERMINATED)
+        except BrokenPipeError:
+            # The reader (e.g. `| head`) went away; nothing left to say and no one to say it to.
+            sys.stderr.close()
+            sys.exit(EXIT_FINDINGS)
+        except Exception as exc:  # noqa: BLE001
+            if debug:
+                raise
+            click.echo(
+                f"trajlint: internal error: {type(exc).__name__}: {exc}. This is a bug in "
+                "trajlint; rerun with --debug for the traceback and please report it.",
+                err=True,
+            )
+            sys.exit(EXIT_ERROR)
+        finally:
+            if previous is not None:
+                _set_stop_handlers(*previous)
+
+    return click.option(
+        "--debug", is_flag=True, help="Show tracebacks of internal errors."
+    )(wrapper)
