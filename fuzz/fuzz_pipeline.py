@@ -131,10 +131,9 @@ class Pipeline:
             self._check(container, data[1:], limit)
 
     def _check(self, container: str, content: bytes, limit: int) -> None:
-        from trajlint.report import baseline
-        from trajlint.cli.build_job import write_builds
         from trajlint.check.run import run
-        from trajlint.report import document
+        from trajlint.cli.build_job import write_builds
+        from trajlint.report import baseline, document
         from trajlint.report.formats import renderer
         from trajlint.report.statistics import render_json, render_text
 

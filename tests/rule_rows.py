@@ -7,10 +7,11 @@ from typing import Any
 
 import orjson
 
-from trajlint.check.subject import row_subject
 from trajlint.check.run import run
+from trajlint.check.subject import row_subject
 from trajlint.pointer import resolve
 from trajlint.read import iter_sources
+
 
 def value_paths(node: Any, path: tuple = ()) -> Any:
     """The path (keys and indices) of every value in a JSON document, the document's own first."""

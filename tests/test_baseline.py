@@ -8,10 +8,10 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from trajlint.report import baseline
-from trajlint.contract import schemas
 from trajlint.cli import main
+from trajlint.contract import schemas
 from trajlint.findings import Finding, Rollout
+from trajlint.report import baseline
 
 from .conftest import EXAMPLES
 

@@ -7,9 +7,9 @@ import copy
 import orjson
 import pytest
 
-from trajlint.contract import schemas
 from trajlint.builder import build
 from trajlint.builder.dialects import turn_content
+from trajlint.contract import schemas
 
 from .conftest import EXAMPLES, ROOT
 

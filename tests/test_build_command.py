@@ -7,10 +7,10 @@ import os
 
 import orjson
 
-from trajlint.contract import schemas
 from trajlint.cli.build_job import write_builds
-from trajlint.report.write import same_file
+from trajlint.contract import schemas
 from trajlint.read import iter_sources
+from trajlint.report.write import same_file
 
 from .conftest import EXAMPLES
 

@@ -8,9 +8,9 @@ import copy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trajlint.contract import schemas
 from trajlint.builder import build
 from trajlint.builder.ledger import OUTCOME_TURN
+from trajlint.contract import schemas
 
 IDS = st.sampled_from(["a", "b", "c", "d", ""])
 SERVERS = st.sampled_from([{"type": "responses_api_models", "name": "policy"}, {"type": "responses_api_models", "name": "judge"}])

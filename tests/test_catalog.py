@@ -6,8 +6,8 @@ import pytest
 
 from trajlint.check import catalog
 from trajlint.check.registry import INTERNAL_ERROR, RuleSpec
-from trajlint.check.run import run
 from trajlint.check.rule import IMPLEMENTATIONS, Implementation
+from trajlint.check.run import run
 from trajlint.read import iter_sources
 
 ENTRIES = list(catalog.packaged().values())

@@ -167,8 +167,8 @@ def test_no_rollout_files_warns_and_passes(tmp_path):
 
 
 def test_exit_status_policy():
-    from trajlint.findings import Finding
     from trajlint.cli.exit import exit_status
+    from trajlint.findings import Finding
 
     def f(severity):
         return Finding("TL104", "trajectory-schema", severity, "m", "a.jsonl", 1, "")

@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from trajlint.cli import config
 from trajlint.check import select
-from trajlint.cli import main
+from trajlint.cli import config, main
 
 from .conftest import EXAMPLES
 

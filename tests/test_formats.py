@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+
 import jsonschema
 import pytest
 from click.testing import CliRunner

@@ -340,3 +340,26 @@ def test_every_nemo_gym_check_has_its_rule():
         assert set(check.rules) <= names, check.id
     health_rules = [e for e in catalog.packaged().values() if e.family == "health"]
     assert len(health_rules) == 11 and all(e.severity == "warning" for e in health_rules)
+
+
+@pytest.mark.parametrize("inputs", [["examples"], ["tests/data/hostile"]])
+def test_rule_coverage_and_health_coverage_agree(tmp_path, inputs):
+    """Unobserved means one thing: a TL6xx rule's coverage in the report is its check's coverage
+    in quality_summary.json, which also counts the lines that never became rows (NeMo Gym's
+    unreadable records, unobserved for every other check)."""
+    from trajlint.health.checks import ROW_CHECKS
+
+    args = ["check", "--isolated", "--exit-zero", "--output-format", "json", "--health-report", str(tmp_path / "h")]
+    result = CliRunner().invoke(main, [*args, *(str(ROOT / p) for p in inputs)])
+    assert result.exit_code == 0, result.output
+    rules = {v["name"]: v for v in json.loads(result.stdout)["summary"]["rules"].values()}
+    summary = json.loads((tmp_path / "h" / "quality_summary.json").read_text())
+    unreadable = summary["run"]["issues"]["record_unreadable"] - sum(
+        1 for line in (tmp_path / "h" / "rollout_verdicts.jsonl").read_text().splitlines()
+        if '"check":"record_unreadable"' in line and "__unreadable_record__" not in line
+    )
+    coverage = summary["run"]["artifacts"]["coverage"]
+    for check in ROW_CHECKS:
+        rule = rules[check.rules[0]]
+        assert rule["evaluated"] == coverage[check.id]["evaluated"], check.id
+        assert rule["unobserved"] + unreadable == coverage[check.id]["unobserved"], check.id

@@ -151,8 +151,8 @@ def test_rules_never_raise_on_mutated_rows():
     """Seeded random damage to real rows: a rule may find anything, but never raise."""
     import random
 
-    from trajlint.check.subject import row_subject
     from trajlint.check.rule import IMPLEMENTATIONS, UNOBSERVED
+    from trajlint.check.subject import row_subject
 
     rnd = random.Random(20260)
     rows = _rows(SAMPLES) + _rows(GYM_ROWS)

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from trajlint.contract import schemas
 from trajlint.check import countfields
+from trajlint.contract import schemas
 from trajlint.pointer import resolve, unescape
 
 from .rule_rows import call, compaction, findings, invocation, of, row, trajectory, turn

@@ -13,8 +13,8 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 from pydantic import Field, create_model
 
-from trajlint.contract import generate as schemagen, schemas
-from trajlint.contract import ObservationModel, TrajectoryTurn
+from trajlint.contract import ObservationModel, TrajectoryTurn, schemas
+from trajlint.contract import generate as schemagen
 from trajlint.contract.data import schemas_dir
 
 SAMPLES = Path(__file__).parent / "data" / "contract" / "clean-rollouts.jsonl"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from trajlint.check.subject import row_subject
 from trajlint.check.rules.strict_json import duplicate_key, integer_out_of_range
+from trajlint.check.subject import row_subject
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,9 @@ import random
 import orjson
 import pytest
 
-from trajlint.contract import validate as validation
 from trajlint.builder import build
 from trajlint.check import catalog
+from trajlint.contract import validate as validation
 
 from .conftest import EXAMPLES, ROOT, check_paths
 from .rule_rows import value_paths

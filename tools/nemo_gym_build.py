@@ -19,7 +19,6 @@ from nemo_gym.base_responses_api_model import ModelCallRecord
 from nemo_gym.rollout_collection import _attach_trajectory_record
 from nemo_gym.rollout_observability import AgentObservationBundle, join_model_call_observations
 
-
 EVIDENCE = ("ng_model_call_capture", "ng_agent_observations", "ng_trajectory")
 
 

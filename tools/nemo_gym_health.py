@@ -23,6 +23,7 @@ import orjson
 from nemo_gym.rollout_health import run_health_checks
 from nemo_gym_build import persist  # the collector's steps, shared with the build comparison
 
+
 def write_rows(source: Path, target: Path, persisted: bool) -> None:
     with source.open("rb") as lines, target.open("wb") as out:
         for line in lines:

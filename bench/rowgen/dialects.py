@@ -64,7 +64,7 @@ class History:
         else:
             self.chars += len(entry[2]) + 40
 
-    def copy(self) -> "History":
+    def copy(self) -> History:
         return History(list(self.entries), self.chars)
 
 

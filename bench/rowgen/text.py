@@ -26,16 +26,7 @@ TASKS = (
 
 SYSTEM_PROMPT = "You are a careful software engineering assistant. Use the tools when needed and answer concisely."
 
-_WORDS = (
-    "the function returns value test parser week date index file line error fix patch check output "
-    "result first second loop array bound overflow integer buffer handle case edge input expected "
-    "actual assertion module import call stack trace config flag option path directory record row "
-    "column duplicate order timestamp latest count sum total answer reason step verify compute "
-    "because therefore which while then after before update change keep remove add read write run "
-    "command script shell python pytest report summary previous current next small large quick "
-    "simple careful correct wrong missing extra unit integration behaviour boundary lower upper mid "
-    "hash table tree node key lookup cost scan range query plan cache memory disk space log usage"
-).split()
+_WORDS = ["the", "function", "returns", "value", "test", "parser", "week", "date", "index", "file", "line", "error", "fix", "patch", "check", "output", "result", "first", "second", "loop", "array", "bound", "overflow", "integer", "buffer", "handle", "case", "edge", "input", "expected", "actual", "assertion", "module", "import", "call", "stack", "trace", "config", "flag", "option", "path", "directory", "record", "row", "column", "duplicate", "order", "timestamp", "latest", "count", "sum", "total", "answer", "reason", "step", "verify", "compute", "because", "therefore", "which", "while", "then", "after", "before", "update", "change", "keep", "remove", "add", "read", "write", "run", "command", "script", "shell", "python", "pytest", "report", "summary", "previous", "current", "next", "small", "large", "quick", "simple", "careful", "correct", "wrong", "missing", "extra", "unit", "integration", "behaviour", "boundary", "lower", "upper", "mid", "hash", "table", "tree", "node", "key", "lookup", "cost", "scan", "range", "query", "plan", "cache", "memory", "disk", "space", "log", "usage"]
 
 _REASONING_OPENERS = (
     "Let me check the file to see how the parser handles week numbers.",

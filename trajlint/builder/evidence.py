@@ -16,7 +16,6 @@ from trajlint.contract import validate as validation
 from trajlint.pointer import child
 from trajlint.row.sections import CAPTURE, OBSERVATIONS, STATED, VERIFIERS
 
-
 _GAP = "common.schema.json#/$defs/ObservationGap"
 _PARTS = {
     "invocations": "trajectory.schema.json#/$defs/AgentInvocation",

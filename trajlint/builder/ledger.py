@@ -73,7 +73,7 @@ class CallEntry:
 
     def _claimed_as(self, kind: str) -> bool:
         # A loop rather than any(<generator>): asked of every call by the build and many rules.
-        for claim in self.claims:
+        for claim in self.claims:  # noqa: SIM110
             if claim.kind == kind:
                 return True
         return False
@@ -82,9 +82,13 @@ class CallEntry:
         """Distinct agent invocations claiming the call, in claim order."""
         owners: list[str] = []
         for claim in self.claims:
-            if claim.kind in AGENT_KINDS and claim.owner is not None and (claim.valid or not valid_only):
-                if claim.owner not in owners:
-                    owners.append(claim.owner)
+            if (
+                claim.kind in AGENT_KINDS
+                and claim.owner is not None
+                and (claim.valid or not valid_only)
+                and claim.owner not in owners
+            ):
+                owners.append(claim.owner)
         return owners
 
     def to_dict(self) -> dict[str, Any]:

@@ -16,7 +16,6 @@ from typing import Any
 from trajlint.builder import canonical
 from trajlint.builder.dialects import turn_content
 from trajlint.builder.evidence import Evidence, Item, read
-from trajlint.row.sections import CAPTURE, STATED
 from trajlint.builder.identity import rollout_identity
 from trajlint.builder.ledger import (
     AGENT,
@@ -43,6 +42,7 @@ from trajlint.builder.ledger import (
 from trajlint.builder.project import merge_into, project_call
 from trajlint.findings import Rollout
 from trajlint.pointer import child
+from trajlint.row.sections import CAPTURE, STATED
 
 SCHEMA_VERSION = "1.0"
 # Where the stated trajectory's lists stand; the build's other pointers extend the pointers

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from trajlint.findings import SEVERITIES
 from trajlint.contract.data import rules_dir
+from trajlint.findings import SEVERITIES
 
 FAMILIES: dict[str, str] = {
     "0": "input",

@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from trajlint.row import walk
 from trajlint.check.subject import Subject
 from trajlint.pointer import child
+from trajlint.row import walk
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ identity and fingerprint, and containing a rule that raises (`internal-error`) s
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +17,7 @@ from trajlint.check.rule import UNOBSERVED, Reduction, RowDigester, RowObserver,
 from trajlint.check.subject import FILE, Subject, unit_subjects
 from trajlint.findings import SEVERITIES, Finding, Location, Rollout, fingerprint
 from trajlint.read import Batch, LineTally, Source, Unreadable
+
 
 @dataclass(slots=True)
 class Coverage:

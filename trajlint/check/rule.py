@@ -109,6 +109,7 @@ class Implementation:
     reduction: Callable[[], Reduction] | None = None
     observed: bool = False  # its findings come from the run's observer (see `observed_rule`)
     doc: str = field(default="", compare=False)
+    module: str = field(default="", compare=False)  # where it is registered, for `trajlint rule`
 
 
 IMPLEMENTATIONS: dict[str, Implementation] = {}
@@ -127,7 +128,8 @@ def row_rule(name: str, *, reads: Iterable[str]) -> Callable[[RowCheck], RowChec
     """Register `fn(subject) -> Iterable[Violation]` as the check of rule `name`."""
 
     def decorate(fn: RowCheck) -> RowCheck:
-        _register(Implementation(name, frozenset(reads), check=fn, doc=fn.__doc__ or ""))
+        module = fn.__module__ if isinstance(fn, type(_register)) else type(fn).__module__
+        _register(Implementation(name, frozenset(reads), check=fn, doc=fn.__doc__ or "", module=module))
         return fn
 
     return decorate
@@ -137,17 +139,17 @@ def run_rule(name: str, *, reads: Iterable[str]) -> Callable[[type], type]:
     """Register a `Reduction` class; the engine makes one instance per run."""
 
     def decorate(cls: type) -> type:
-        _register(Implementation(name, frozenset(reads), reduction=cls, doc=cls.__doc__ or ""))
+        _register(Implementation(name, frozenset(reads), reduction=cls, doc=cls.__doc__ or "", module=cls.__module__))
         return cls
 
     return decorate
 
 
-def observed_rule(name: str, *, reads: Iterable[str]) -> None:
+def observed_rule(name: str, *, reads: Iterable[str], module: str) -> None:
     """A run-level rule whose findings the run's observer reports at the end (task health)."""
-    _register(Implementation(name, frozenset(reads), observed=True))
+    _register(Implementation(name, frozenset(reads), observed=True, module=module))
 
 
-def engine_rule(name: str) -> None:
+def engine_rule(name: str, *, module: str) -> None:
     """A rule whose findings the engine itself produces (it has no evidence of its own)."""
-    _register(Implementation(name, frozenset()))
+    _register(Implementation(name, frozenset(), module=module))

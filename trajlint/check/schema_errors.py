@@ -7,10 +7,9 @@ the failing keyword, and the message is written here from those facts alone.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
-
 import re
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import orjson
 

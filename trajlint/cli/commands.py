@@ -13,10 +13,10 @@ from typing import Any
 import click
 
 from trajlint import __version__
-from trajlint.findings import SEVERITIES
-
 from trajlint.cli.exit import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, exit_status
-from trajlint.cli.signals import Failure, guarded as _guarded
+from trajlint.cli.signals import Failure
+from trajlint.cli.signals import guarded as _guarded
+from trajlint.findings import SEVERITIES
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -123,9 +123,9 @@ def _lint_setup(
     A bad configuration file, profile or rule selector ends the command here with exit 2,
     before anything is read.
     """
-    from trajlint.cli import config
     from trajlint.check import select as selection
     from trajlint.check.registry import load_rules
+    from trajlint.cli import config
 
     if options["isolated"] and options["config_file"]:
         raise click.UsageError("--isolated reads no configuration file; leave out --config")
@@ -244,8 +244,8 @@ def check(
     from trajlint.check import select as selection
     from trajlint.check.run import run
     from trajlint.read import Unreadable
-    from trajlint.report import document, formats, health, write as report_outputs
-
+    from trajlint.report import document, formats, health
+    from trajlint.report import write as report_outputs
     from trajlint.report.baseline import Baseline, BaselineError
 
     _, settings, rules, ignores = _lint_setup(options, {"fail-level": fail_level, "baseline": baseline})
@@ -360,10 +360,10 @@ def baseline_command(output: str | None, **options: Any) -> None:
     on line numbers, and carry counts. Selection, configuration and per-file ignores apply as
     they do for `trajlint check`.
     """
-    from trajlint.report import baseline
     from trajlint.check import select as selection
     from trajlint.check.run import run
-    from trajlint.report import formats, write as report_outputs
+    from trajlint.report import baseline, formats
+    from trajlint.report import write as report_outputs
 
     _, settings, rules, ignores = _lint_setup(options, {})
     path = output or settings["baseline"].value or baseline.DEFAULT_PATH
@@ -407,10 +407,11 @@ def build_command(paths: tuple[str, ...], output: str | None, trajectory_only: b
     holding the ledger. Lines that cannot be built are reported on standard error and left out:
     exit 0 when every line was built, 1 otherwise, 2 on an internal error.
     """
-    from trajlint.cli.build_job import write_builds
     from trajlint.check.registry import INTERNAL_ERROR, load_rules
+    from trajlint.cli.build_job import write_builds
     from trajlint.read import DEFAULT_MAX_ROW_BYTES
-    from trajlint.report import formats, write as report_outputs
+    from trajlint.report import formats
+    from trajlint.report import write as report_outputs
     from trajlint.report.text import finding_line
 
     sources = _sources(paths)
@@ -541,13 +542,16 @@ def rule(rule: str, output_format: str) -> None:
     if output_format == "json":
         import json
 
-        click.echo(json.dumps(_rule_dict(entry, full=True), indent=2, ensure_ascii=False))
+        click.echo(json.dumps({**_rule_dict(entry, full=True), **_implemented(match)}, indent=2, ensure_ascii=False))
         return
     click.echo(f"# {entry.name} ({entry.code})\n")
     from trajlint.check.select import PROFILES
 
     by_profile = ", ".join(f"{name} {table.get(entry.name, entry.severity)}" for name, table in PROFILES.items())
-    click.echo(f"Family: {entry.family} · Default severity: {entry.severity} · By profile: {by_profile}\n")
+    click.echo(f"Family: {entry.family} · Default severity: {entry.severity} · By profile: {by_profile}")
+    implemented = _implemented(match)
+    reads = ", ".join(implemented["reads"]) or "nothing of a row (the engine reports it)"
+    click.echo(f"Reads: {reads} · Implemented in: {implemented['module']}\n")
     click.echo(f"## What it checks\n\n{entry.summary}\n")
     click.echo(f"## Why\n\n{entry.rationale}\n")
     for example in entry.examples:
@@ -555,6 +559,17 @@ def rule(rule: str, output_format: str) -> None:
         click.echo(f"## {title}: {example.description}\n")
         body = "(the file does not exist)" if example.missing else example.jsonl.rstrip("\n")
         click.echo(f"```jsonl\n{body}\n```\n")
+
+
+def _implemented(spec: Any) -> dict[str, Any]:
+    """What a rule reads (a row lacking it leaves the rule unobserved) and the file that registers it."""
+    module = spec.impl.module
+    reads = sorted(spec.impl.reads)
+    check = getattr(spec.impl.check, "check", None)  # a NeMo Gym health check's rule
+    if check is not None and check.find is not None:
+        module = check.find.__module__
+        reads += [f"health: {evidence}" for evidence in check.reads]
+    return {"reads": reads, "module": module.replace(".", "/") + ".py" if module else ""}
 
 
 def _rule_dict(entry: Any, *, full: bool) -> dict[str, Any]:

@@ -18,9 +18,23 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from trajlint.contract.capture import CaptureMetrics, ModelCallCapture, ModelCallRecord
     from trajlint.contract.common import ModelCallRef, ModelServerRef, ObservationGap, ObservationModel
-    from trajlint.contract.observations import AgentInvocation, AgentObservationBundle, AgentObservationRecord, ContextCompactionObservation, SandboxObservation, ToolCallObservation
+    from trajlint.contract.observations import (
+        AgentInvocation,
+        AgentObservationBundle,
+        AgentObservationRecord,
+        ContextCompactionObservation,
+        SandboxObservation,
+        ToolCallObservation,
+    )
     from trajlint.contract.row import AgentRef, RolloutRow
-    from trajlint.contract.trajectory import TrajectoryModelCall, TrajectoryRecord, TrajectoryResponseMetadata, TrajectoryTokenStats, TrajectoryToolCall, TrajectoryTurn
+    from trajlint.contract.trajectory import (
+        TrajectoryModelCall,
+        TrajectoryRecord,
+        TrajectoryResponseMetadata,
+        TrajectoryTokenStats,
+        TrajectoryToolCall,
+        TrajectoryTurn,
+    )
     from trajlint.contract.verifier import VerifierInvocation, VerifierInvocations
 
 _MODULE_OF = {

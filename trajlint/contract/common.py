@@ -4,7 +4,7 @@ and model-call references, and observation gaps (contract §2, §3.1, §3.2)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Hashable
+from collections.abc import Hashable, Iterable
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator

@@ -47,6 +47,7 @@ from trajlint.health.tasks import (
 from trajlint.health.view import Digest, HealthFinding, Subject, view_of
 from trajlint.row.values import group_key
 
+
 def _sort_part(value: Any) -> tuple[int, Any]:
     """NeMo Gym orders integer keys before every other key, those by their text."""
     return (0, value) if isinstance(value, int) else (1, python_str(value))

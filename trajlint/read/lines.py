@@ -61,7 +61,7 @@ def _split_lines(
                 skipping = False
             # Only a chunk longer than the cap can hold an oversized line between two newlines.
             check_size = len(chunk) > max_row_bytes
-            for number, raw in enumerate(pieces, number + 1):
+            for number, raw in enumerate(pieces, number + 1):  # noqa: B020 - numbering goes on from the last chunk
                 # Rows start with "{": testing the first byte avoids a strip on nearly every row.
                 if raw[:1] in whitespace and not raw.strip(whitespace):
                     continue

@@ -92,9 +92,9 @@ def replacing(path: str, *, binary: bool = False) -> Iterator[IO[Any]]:
     try:
         opened_as = path if fd is None else fd
         handle = (
-            open(opened_as, "wb")
+            open(opened_as, "wb")  # noqa: SIM115 - closed by the `with` below
             if binary
-            else open(opened_as, "w", encoding="utf-8", errors="backslashreplace", newline="\n")
+            else open(opened_as, "w", encoding="utf-8", errors="backslashreplace", newline="\n")  # noqa: SIM115
         )
         with handle:
             yield handle

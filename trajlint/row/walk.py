@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
-from typing import Any, Protocol, Union
+from typing import Any, Protocol
 
 from trajlint.pointer import child
 from trajlint.row.sections import CAPTURE, OBSERVATIONS, STATED, VERIFIERS
@@ -29,7 +29,7 @@ class Subject(Protocol):
 
 
 Items = list[tuple[str, dict[str, Any]]]
-Where = Union[Subject, dict[str, Any]]  # a subject (walks shared per row) or a bare row
+Where = Subject | dict[str, Any]  # a subject (walks shared per row) or a bare row
 
 
 def items(where: Where, *path: str) -> Items:

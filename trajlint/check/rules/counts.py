@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from trajlint.row import walk
-from trajlint.row.values import hashable, nonnegative_int
 from trajlint.check.countfields import Count, count_defects
+from trajlint.check.rule import Violation, row_rule
 from trajlint.check.schema_errors import show
 from trajlint.check.subject import Subject
-from trajlint.check.rule import Violation, row_rule
 from trajlint.pointer import child
+from trajlint.row import walk
+from trajlint.row.values import hashable, nonnegative_int
 
 
 @row_rule("negative-count", reads=["row"])

@@ -12,16 +12,15 @@ from collections.abc import Iterator
 from typing import Any
 
 from trajlint.builder.dialects import turn_content
-from trajlint.builder.ledger import AGENT_KINDS, OUTCOME_TURN, TURN, CallEntry, Claim
-from trajlint.row import walk
-from trajlint.builder.ledger import call_label
+from trajlint.builder.ledger import AGENT_KINDS, OUTCOME_TURN, TURN, CallEntry, Claim, call_label
 from trajlint.check.claims import first_claims, owner_text
+from trajlint.check.rule import Violation, row_rule
 from trajlint.check.rules._cite import cite, places
-from trajlint.row.values import hashable
 from trajlint.check.schema_errors import show
 from trajlint.check.subject import Subject
-from trajlint.check.rule import Violation, row_rule
 from trajlint.pointer import child
+from trajlint.row import walk
+from trajlint.row.values import hashable
 
 _STATED_TURNS = child("", "ng_trajectory", "turns")
 CONTENT = "info"  # drift in what one turn says; drift in which turns exist keeps the rule's severity

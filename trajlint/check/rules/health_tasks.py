@@ -13,4 +13,4 @@ from trajlint.health.checks import CHECKS, TASK_CHECKS
 
 for _check in CHECKS:
     if _check.id in TASK_CHECKS:
-        observed_rule(_check.rules[0], reads=["row"])
+        observed_rule(_check.rules[0], reads=["row"], module=__name__)

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from trajlint.row import walk
-from trajlint.check.rules._cite import CITED
-from trajlint.row.values import hashable
-from trajlint.check.subject import Subject
 from trajlint.check.rule import Violation, row_rule, run_rule
+from trajlint.check.rules._cite import CITED
+from trajlint.check.subject import Subject
 from trajlint.findings import Location, Rollout
 from trajlint.pointer import child
+from trajlint.row import walk
+from trajlint.row.values import hashable
 
 
 @run_rule("duplicate-rollout-identity", reads=["row"])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from trajlint.check.subject import Subject
 from trajlint.check.rule import Violation, row_rule
+from trajlint.check.subject import Subject
 from trajlint.read import OversizedLine, ParseError, Unreadable
 
 _JSON_TYPE = {

@@ -2,4 +2,4 @@
 
 from trajlint.check.rule import engine_rule
 
-engine_rule("internal-error")
+engine_rule("internal-error", module=__name__)

@@ -21,13 +21,13 @@ from trajlint.builder.ledger import (
     TURN,
     VERIFIER,
     Unresolved,
+    call_label,
     ref_key,
 )
-from trajlint.builder.ledger import call_label
 from trajlint.check.claims import claim_phrase, first_claims, owner_text, ref_label
+from trajlint.check.rule import Violation, row_rule
 from trajlint.check.rules._cite import cite, places, some
 from trajlint.check.subject import Subject
-from trajlint.check.rule import Violation, row_rule
 from trajlint.row import walk
 
 

@@ -13,12 +13,12 @@ from collections.abc import Iterator
 
 import orjson
 
-from trajlint.contract import validate as validation
 from trajlint.check.countfields import count_pointers, owned_by_count_rules
-from trajlint.check.schema_errors import describe, escape, pointer, show
-from trajlint.row.sections import SECTION_EVIDENCE
-from trajlint.check.subject import Subject
 from trajlint.check.rule import Violation, row_rule
+from trajlint.check.schema_errors import describe, escape, pointer, show
+from trajlint.check.subject import Subject
+from trajlint.contract import validate as validation
+from trajlint.row.sections import SECTION_EVIDENCE
 
 
 def _section_errors(subject: Subject, key: str, schema: str) -> Iterator[Violation]:
@@ -42,9 +42,10 @@ def _section_errors(subject: Subject, key: str, schema: str) -> Iterator[Violati
             if (ptr, message) in seen:
                 continue  # a backend may report one missing field per error, the other all at once
             seen.add((ptr, message))
-            if keyword in ("minimum", "exclusiveMinimum", "type"):
-                if owned_by_count_rules(count_pointers(subject), ptr, keyword, error.instance):
-                    continue  # negative-count / non-integer-count report it, with its meaning
+            if keyword in ("minimum", "exclusiveMinimum", "type") and owned_by_count_rules(
+                count_pointers(subject), ptr, keyword, error.instance
+            ):
+                continue  # negative-count / non-integer-count report it, with its meaning
             yield Violation(ptr, message)
 
 

@@ -27,8 +27,8 @@ from typing import NamedTuple
 
 import orjson
 
-from trajlint.check.subject import Subject
 from trajlint.check.rule import Violation, row_rule
+from trajlint.check.subject import Subject
 from trajlint.pointer import child, resolve
 
 # Integers orjson keeps exact: i64 and u64.

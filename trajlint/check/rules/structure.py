@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Iterator
 from typing import Any
 
-from trajlint.row import walk
+from trajlint.check.rule import Violation, row_rule
 from trajlint.check.rules._cite import places
 from trajlint.check.subject import Subject
-from trajlint.check.rule import Violation, row_rule
 from trajlint.pointer import child
+from trajlint.row import walk
 
 
 def _repeats(keyed: Iterable[tuple[str, Hashable]], field: str) -> Iterator[tuple[str, Hashable, list[str]]]:
