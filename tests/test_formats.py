@@ -15,7 +15,7 @@ from trajlint.check.engine import Result
 from trajlint.cli import main
 from trajlint.findings import Finding, Location, Rollout
 from trajlint.report import document, github, junit, sarif
-from trajlint.report.context import Report, RuleInfo
+from trajlint.report.document import Report, RuleInfo
 from trajlint.report.formats import NAMES, Output
 
 from .conftest import EXAMPLES, ROOT

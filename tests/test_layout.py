@@ -118,7 +118,7 @@ def test_no_import_cycles():
 def test_the_checker_finds_what_it_looks_for():
     """The graph is real: it sees the CLI importing the check stage, and the stages are ranked."""
     graph = _graph()
-    assert "trajlint.check.run" in graph["trajlint.cli.commands"]
+    assert "trajlint.check.run" in graph["trajlint.cli.execute"]
     assert _stage("trajlint.check.rules.health") > _stage("trajlint.health.checks")
 
 

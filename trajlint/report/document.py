@@ -1,22 +1,119 @@
-"""The report as one JSON-ready document: `schema_version`, `findings`, `summary`.
+"""The report of a run: what every output format is given, and the JSON document it makes.
 
-Every machine format is derived from the same findings and summary, so they cannot disagree on
-the numbers. The shape is described by `schemas/report.schema.json` (generated from
-`contract/report.py`) and versioned by `SCHEMA_VERSION`.
+Formatters receive a `Report` as plain data and nothing else (findings, summary, rule metadata,
+the files read), so a format can never depend on how a rule works, and every format of one run
+describes exactly the same findings and numbers. The JSON shape is described by
+`schemas/report.schema.json` (generated from `contract/report.py`) and versioned by
+`SCHEMA_VERSION`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from trajlint import __version__
-from trajlint.check.engine import Result
 from trajlint.findings import SEVERITIES, Finding, severity_rank
-from trajlint.report.context import Report, rule_infos
+
+if TYPE_CHECKING:
+    from trajlint.check.engine import Result
 
 SCHEMA_VERSION = "1.2"
+
+
+@dataclass(frozen=True, slots=True)
+class RuleInfo:
+    """What a report may say about a rule: its identity, its severity in this run, its docs."""
+
+    code: str
+    name: str
+    severity: str
+    default_severity: str
+    summary: str
+    rationale: str
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    findings: Sequence[Finding]
+    summary: dict[str, Any]
+    #: Every rule that ran, in code order.
+    rules: tuple[RuleInfo, ...]
+    #: Every input in reading order, including paths that could not be opened.
+    files: tuple[str, ...] = ()
+    #: The directory that relative locations in SARIF and GitHub output are relative to.
+    root: str = "."
+
+    def __post_init__(self) -> None:
+        # Every format writes text that must encode as UTF-8; a file name that is not UTF-8
+        # reaches here holding lone surrogates (Python's `surrogateescape`), so it is shown the
+        # way `ls -b` shows it. Fingerprints and baseline keys keep the real name.
+        if all(displayable(p) is p for p in self.files) and all(_displayable_finding(f) is f for f in self.findings):
+            return
+        object.__setattr__(self, "files", tuple(displayable(p) for p in self.files))
+        object.__setattr__(self, "findings", [_displayable_finding(f) for f in self.findings])
+
+    def relative(self, path: str) -> str | None:
+        """`path` relative to `root` in POSIX form, or None when it lies outside `root`."""
+        if path == "-":
+            return path
+        rel = os.path.relpath(os.path.abspath(path), os.path.abspath(self.root))
+        if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+            return None
+        return rel.replace(os.sep, "/")
+
+
+def displayable(path: str) -> str:
+    """`path` itself when it encodes as UTF-8, else with each undecodable byte as `\\xNN`."""
+    if path.isascii():
+        return path
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        pass
+    try:
+        raw = path.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate that no file name decodes to
+        return path.encode("utf-8", "backslashreplace").decode("utf-8")
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def _displayable_finding(f: Finding) -> Finding:
+    if f.path.isascii() and all(loc.path.isascii() for loc in f.related):
+        return f
+    path = displayable(f.path)
+    related = tuple(
+        loc if displayable(loc.path) is loc.path else dataclasses.replace(loc, path=displayable(loc.path))
+        for loc in f.related
+    )
+    if path is f.path and all(a is b for a, b in zip(related, f.related)):
+        return f
+    return dataclasses.replace(f, path=path, related=related)
+
+
+def rule_infos(specs: Iterable[Any]) -> tuple[RuleInfo, ...]:
+    """Plain metadata from the rules of a run (anything with `.code`, `.severity`, `.entry`)."""
+    return tuple(
+        sorted(
+            (
+                RuleInfo(
+                    code=spec.code,
+                    name=spec.name,
+                    severity=spec.severity,
+                    default_severity=spec.entry.severity,
+                    summary=spec.entry.summary,
+                    rationale=spec.entry.rationale,
+                )
+                for spec in specs
+            ),
+            key=lambda info: info.code,
+        )
+    )
 
 
 def summary(

@@ -8,29 +8,51 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from trajlint.report.context import Report
+from trajlint.report.document import Report
 
 Renderer = Callable[[Report], Iterator[str]]
 
-# name -> (module, function): what each format is and where it lives.
-_RENDERERS: dict[str, tuple[str, str]] = {
-    "full": ("trajlint.report.text", "render_full"),
-    "concise": ("trajlint.report.text", "render_concise"),
-    "json": ("trajlint.report.json", "render"),
-    "jsonl": ("trajlint.report.jsonl", "render"),
-    "sarif": ("trajlint.report.sarif", "render"),
-    "github": ("trajlint.report.github", "render"),
-    "junit": ("trajlint.report.junit", "render"),
+class Format(NamedTuple):
+    """What a format is and where it lives (imported when used)."""
+
+    module: str
+    function: str
+    #: Statistics in this format are a JSON list, not a text table.
+    json: bool = False
+    #: With `$GITHUB_STEP_SUMMARY` set, the run's markdown summary is appended to it too.
+    step_summary: bool = False
+
+
+# The one table of formats: the CLI's choices and help are read from it.
+FORMATS: dict[str, Format] = {
+    "full": Format("trajlint.report.text", "render_full"),
+    "concise": Format("trajlint.report.text", "render_concise"),
+    "json": Format("trajlint.report.json", "render", json=True),
+    "jsonl": Format("trajlint.report.jsonl", "render", json=True),
+    "sarif": Format("trajlint.report.sarif", "render"),
+    "github": Format("trajlint.report.github", "render", step_summary=True),
+    "junit": Format("trajlint.report.junit", "render"),
 }
 ALIASES = {"text": "full"}
-NAMES: tuple[str, ...] = (*_RENDERERS, *ALIASES)
+NAMES: tuple[str, ...] = (*FORMATS, *ALIASES)
 DEFAULT = "full"
 
 
+def names_help() -> str:
+    """The formats as the CLI's help lists them: `full (default; alias text), concise, ...`."""
+    aliases = {target: alias for alias, target in ALIASES.items()}
+    words = [
+        name + (f" ({'default; ' if name == DEFAULT else ''}alias {aliases[name]})" if name in aliases else "")
+        for name in FORMATS
+    ]
+    return ", ".join(words[:-1]) + " or " + words[-1]
+
+
 def renderer(name: str) -> Renderer:
-    module, function = _RENDERERS[ALIASES.get(name, name)]
-    return getattr(importlib.import_module(module), function)
+    spec = FORMATS[ALIASES.get(name, name)]
+    return getattr(importlib.import_module(spec.module), spec.function)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +89,7 @@ def console(name: str | None, *, statistics: bool = False, quiet: bool = False) 
     if statistics:
         from trajlint.report import statistics as stats
 
-        return stats.render_json if name in ("json", "jsonl") else stats.render_text
+        return stats.render_json if name is not None and FORMATS[name].json else stats.render_text
     if name is None:
         return None
     return _summary_only if quiet else renderer(name)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from trajlint.findings import Finding
-from trajlint.report.context import Report
+from trajlint.report.document import Report
 from trajlint.report.text import place, summary_line
 
 #: Annotations GitHub keeps per kind and step.

@@ -6,8 +6,7 @@ from collections.abc import Iterator
 
 import orjson
 
-from trajlint.report.context import Report
-from trajlint.report.document import document
+from trajlint.report.document import Report, document
 
 
 def render(report: Report) -> Iterator[str]:

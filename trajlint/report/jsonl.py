@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import orjson
 
-from trajlint.report.context import Report
+from trajlint.report.document import Report
 
 
 def render(report: Report) -> Iterator[str]:

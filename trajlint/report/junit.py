@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 from trajlint.findings import Finding, severity_rank
-from trajlint.report.context import Report
+from trajlint.report.document import Report
 from trajlint.report.text import finding_line
 
 #: Findings listed in a failure's text; the rest are counted.

@@ -21,7 +21,7 @@ import orjson
 
 from trajlint import __version__
 from trajlint.findings import Finding, Location, severity_rank
-from trajlint.report.context import Report, RuleInfo
+from trajlint.report.document import Report, RuleInfo
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 INFORMATION_URI = "https://pypi.org/project/trajlint/"

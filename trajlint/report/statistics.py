@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from trajlint.report.context import Report
+from trajlint.report.document import Report
 from trajlint.report.text import summary_line
 
 

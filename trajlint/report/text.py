@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from trajlint.findings import Finding, Location
-from trajlint.report.context import Report
+from trajlint.report.document import Report
 
 _INDENT = "  "
 

@@ -14,7 +14,7 @@ import stat
 from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, Any, AnyStr, TextIO
 
-from trajlint.report.context import Report
+from trajlint.report.document import Report
 from trajlint.report.formats import Output, Renderer, renderer
 
 

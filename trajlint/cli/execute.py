@@ -1,0 +1,348 @@
+"""What each command does, once its options are read: a request in, an exit status out.
+
+`commands` only fills a request from the command line and calls one function here, so the run
+itself can be driven (and tested) without click.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from trajlint.cli.exit import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, exit_status
+from trajlint.cli.signals import Failure
+
+
+@dataclass(frozen=True, slots=True)
+class LintOptions:
+    """What every command that lints takes: the inputs, the configuration, rule selection, limits."""
+
+    paths: tuple[str, ...] = ()
+    config_file: str | None = None
+    isolated: bool = False
+    select: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    profile: str | None = None
+    max_row_bytes: int | None = None
+    jobs: int | None = None
+    show_settings: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CheckRequest:
+    """`trajlint check`."""
+
+    lint: LintOptions
+    outputs: list[Any]
+    output_file: str | None = None
+    fail_level: str | None = None
+    exit_zero: bool = False
+    statistics: bool = False
+    quiet: bool = False
+    show_files: bool = False
+    baseline: str | None = None
+    health_report: str | None = None
+
+
+def check(r: CheckRequest) -> int:
+    """Read, check, report and write; the exit status."""
+    import dataclasses
+    import os
+
+    from trajlint.check import select as selection
+    from trajlint.check.run import run
+    from trajlint.read import Unreadable
+    from trajlint.report import document, formats, health
+    from trajlint.report import write as report_outputs
+    from trajlint.report.baseline import Baseline, BaselineError
+
+    _, settings, rules, ignores = _lint_setup(r.lint, {"fail-level": r.fail_level, "baseline": r.baseline})
+    try:
+        known = Baseline.load(settings["baseline"].value) if settings["baseline"].value else None
+    except BaselineError as exc:
+        raise Failure(str(exc)) from None
+    outputs = r.outputs
+    if r.output_file is not None:
+        outputs = [dataclasses.replace(o, path=r.output_file) if o.path is None else o for o in outputs]
+    sources = _sources(r.lint.paths)
+    inputs = [source.path for source in sources]
+    if r.show_files:
+        from trajlint.report.document import displayable
+
+        for source in sources:
+            if isinstance(source, Unreadable):
+                click.echo(f"trajlint: warning: {source.path}: {source.reason}", err=True)
+            else:
+                click.echo(displayable(source.path))
+        return EXIT_CLEAN
+    problem = report_outputs.problem(outputs, inputs)
+    if problem is None and r.health_report is not None:
+        problem = health.report_problem(r.health_report, inputs)
+    if problem:
+        raise click.UsageError(problem)
+
+    result = _run(
+        run,
+        sources,
+        rules,
+        max_row_bytes=settings["max-row-bytes"].value,
+        jobs=_jobs(settings),
+        health_report=r.health_report is not None,
+    )
+    health_summary = result.health.summary if result.health else None
+    findings = selection.drop_ignored(result.findings, ignores)
+    baseline_use = None
+    if known is not None:
+        findings, baseline_use = known.apply(findings)
+    report = document.build(
+        result,
+        rules.values(),
+        findings=findings,
+        files=inputs,
+        root=os.getcwd(),
+        baseline=baseline_use,
+        health=health.report_numbers(health_summary) if health_summary else None,
+    )
+    if r.health_report is not None:
+        try:
+            health.write_report(r.health_report, result.health)
+        except OSError as exc:
+            raise Failure(f"cannot write the health report into {r.health_report}: {exc.strerror or exc}") from None
+
+    stdout_format = next((o.format for o in outputs if o.path is None), None)
+    console = formats.console(stdout_format, statistics=r.statistics, quiet=r.quiet)
+    if console is not None and stdout_format is None:
+        outputs = [*outputs, formats.Output("concise")]
+    for output in outputs:
+        try:
+            report_outputs.write(report, output, sys.stdout, console if output.path is None else None)
+        except BrokenPipeError:
+            raise  # the reader went away: `signals.guarded` ends quietly
+        except OSError as exc:  # a full disk, or standard output on one
+            raise Failure(f"cannot write {output.path or 'standard output'}: {exc.strerror or exc}") from None
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary and any(formats.FORMATS[o.format].step_summary for o in outputs):
+        try:
+            report_outputs.append_step_summary(report, step_summary)
+        except OSError as exc:
+            click.echo(f"trajlint: warning: cannot write the step summary {step_summary}: {exc}", err=True)
+    if console is None:
+        click.echo(text_summary(report), err=True)
+    if result.files == 0 and not result.findings:
+        click.echo("trajlint: warning: no rollout files found under the given paths", err=True)
+    if baseline_use and baseline_use["stale"]:
+        stale = baseline_use["stale"]
+        click.echo(
+            f"trajlint: {stale:,} stale baseline {'entry' if stale == 1 else 'entries'} in "
+            f"{baseline_use['path']}: recorded findings that no longer occur; "
+            f"`trajlint baseline -o {baseline_use['path']}` rewrites it",
+            err=True,
+        )
+    if result.internal_errors:
+        click.echo(f"trajlint: {internal_error_line(result.findings, result.internal_errors)}", err=True)
+    return exit_status(
+        report.findings,
+        fail_level=settings["fail-level"].value,
+        internal_errors=result.internal_errors,
+        exit_zero=r.exit_zero,
+    )
+
+
+
+
+def record_baseline(lint: LintOptions, output: str | None) -> int:
+    """`trajlint baseline`: record today's findings into the baseline file."""
+    from trajlint.check import select as selection
+    from trajlint.check.run import run
+    from trajlint.report import baseline, formats
+    from trajlint.report import write as report_outputs
+
+    _, settings, rules, ignores = _lint_setup(lint, {})
+    path = output or settings["baseline"].value or baseline.DEFAULT_PATH
+    sources = _sources(lint.paths)
+    problem = report_outputs.problem([formats.Output("json", path)], [s.path for s in sources])
+    if problem:
+        raise click.UsageError(problem)
+    result = _run(run, sources, rules, max_row_bytes=settings["max-row-bytes"].value, jobs=_jobs(settings))
+    if result.internal_errors:
+        raise Failure(f"{internal_error_line(result.findings, result.internal_errors)}; {path} was not written")
+    document = baseline.record(selection.drop_ignored(result.findings, ignores))
+    try:
+        report_outputs.write_file(path, [baseline.dumps(document)])
+    except OSError as exc:
+        raise Failure(f"cannot write {path}: {exc.strerror or exc}") from None
+    entries = document["entries"]
+    recorded = sum(entry["count"] for entry in entries)
+    click.echo(
+        f"trajlint: recorded {recorded:,} finding{'' if recorded == 1 else 's'} in {len(entries):,} "
+        f"entr{'y' if len(entries) == 1 else 'ies'} to {path}",
+        err=True,
+    )
+    return EXIT_CLEAN
+
+
+def build(paths: tuple[str, ...], output: str | None, trajectory_only: bool, max_row_bytes: int | None) -> int:
+    """`trajlint build`: every row with its built trajectory and ledger; the exit status."""
+    from trajlint.check.registry import INTERNAL_ERROR, load_rules
+    from trajlint.cli.build_job import write_builds
+    from trajlint.read import DEFAULT_MAX_ROW_BYTES
+    from trajlint.report import formats
+    from trajlint.report import write as report_outputs
+    from trajlint.report.text import finding_line
+
+    sources = _sources(paths)
+    if output is not None:
+        problem = report_outputs.problem([formats.Output("jsonl", output)], [s.path for s in sources])
+        if problem:
+            raise click.UsageError(problem)
+    rules = load_rules()
+    input_rules = [spec for spec in rules.values() if spec.entry.family == "input"]
+    internal = next((spec for spec in rules.values() if spec.name == INTERNAL_ERROR), None)
+    try:
+        with report_outputs.replacing(output, binary=True) if output is not None else _stdout_bytes() as handle:
+            result = write_builds(
+                sources,
+                input_rules,
+                handle,
+                internal,
+                max_row_bytes=max_row_bytes or DEFAULT_MAX_ROW_BYTES,
+                trajectory_only=trajectory_only,
+            )
+    except BrokenPipeError:
+        raise  # the reader went away: `signals.guarded` ends quietly
+    except OSError as exc:  # reading never raises (it reports); this is the output failing
+        raise Failure(f"cannot write {output or 'standard output'}: {exc.strerror or exc}") from None
+    for finding in result.failures:
+        click.echo(finding_line(finding), err=True)
+    if result.internal_errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if result.failures else EXIT_CLEAN
+
+
+
+
+def _sources(paths: tuple[str, ...]) -> list[Any]:
+    """The inputs, expanded, with paths in normal form (`./a/../b.jsonl` is `b.jsonl`), so one
+    file is always spelled the same in reports and in baseline keys."""
+    import dataclasses
+    import os
+
+    from trajlint.read import iter_sources
+
+    return [
+        # normpath("") is ".", which exists: an empty argument is reported as itself
+        source if source.path in ("-", "") else dataclasses.replace(source, path=os.path.normpath(source.path))
+        for source in iter_sources(list(paths) or ["."])
+    ]
+
+
+
+def _run(run: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    from trajlint.check.parallel import WorkerLost
+
+    try:
+        return run(*args, **kwargs)
+    except WorkerLost as exc:
+        raise Failure(str(exc)) from None
+
+
+def _jobs(settings: dict[str, Any]) -> int:
+    from trajlint.check.parallel import usable_cores
+
+    return settings["jobs"].value or usable_cores()
+
+
+def _lint_setup(
+    options: LintOptions, overrides: dict[str, Any]
+) -> tuple[Any, dict[str, Any], dict[str, Any], list[Any]]:
+    """(configuration file, resolved settings, the rules this run uses, per-file ignores).
+
+    A bad configuration file, profile or rule selector ends the command here with exit 2,
+    before anything is read.
+    """
+    from trajlint.check import select as selection
+    from trajlint.check.registry import load_rules
+    from trajlint.cli import config
+
+    if options.isolated and options.config_file:
+        raise click.UsageError("--isolated reads no configuration file; leave out --config")
+    if options.profile is not None and options.profile not in selection.PROFILES:
+        raise click.BadParameter(
+            f"{options['profile']!r} is not one of {', '.join(selection.PROFILES)}", param_hint="--profile"
+        )
+    cli = {
+        key: selection.split(getattr(options, key.replace("-", "_"))) if getattr(options, key.replace("-", "_")) else None
+        for key in ("select", "extend-select", "ignore")
+    }
+    try:
+        found = config.find(options.config_file, isolated=options.isolated)
+        settings = config.resolve(
+            found, {"profile": options.profile, "max-row-bytes": options.max_row_bytes, "jobs": options.jobs, **overrides}
+        )
+        every_rule = load_rules()
+        layers = [
+            selection.Layer(
+                select=found.values.get("select"),
+                extend_select=found.values.get("extend-select", ()),
+                ignore=found.values.get("ignore", ()),
+                origin={key: found.where(key) for key in ("select", "extend-select", "ignore")},
+            ),
+            selection.Layer(cli["select"], cli["extend-select"] or (), cli["ignore"] or ()),
+        ]
+        rules = selection.rule_set(
+            every_rule,
+            layers,
+            profile=settings["profile"].value,
+            severity=settings["severity"].value,
+            severity_origin=found.where("severity"),
+        )
+        ignores = [
+            selection.FileIgnore.parse(pattern, selectors, every_rule, found.directory, found.where("per-file-ignores"))
+            for pattern, selectors in settings["per-file-ignores"].value.items()
+        ]
+    except (config.ConfigError, selection.SelectorError) as exc:
+        raise Failure(str(exc)) from None
+    if options.show_settings:
+        for line in config.show(found, settings, cli):
+            click.echo(line)
+        click.echo(f"rules = {len(rules)} selected")
+        for row in selection.describe(rules):
+            click.echo(f"  {row['code']}  {row['name']:<28} {row['severity']}")
+        raise click.exceptions.Exit(EXIT_CLEAN)
+    return found, settings, rules, ignores
+
+
+
+@contextlib.contextmanager
+def _stdout_bytes() -> Iterator[Any]:
+    try:
+        yield sys.stdout.buffer
+    finally:
+        sys.stdout.buffer.flush()
+
+
+def internal_error_line(findings: list[Any], count: int) -> str:
+    """One line for standard error: the first internal error, which names its rule and row and
+    asks for a report, and how many more there were."""
+    first = next((f for f in findings if f.name == "internal-error"), None)
+    if first is None:
+        text = "a rule raised while checking; this is a bug in trajlint, please report it"
+    else:
+        where = f"{first.path}:{first.line}" if first.line else first.path
+        text = f"{where}: " + " ".join(first.message.split())  # an exception's message may span lines
+    more = f" ({count - 1:,} more)" if count > 1 else ""
+    return f"internal error: {text}{more}"
+
+
+def text_summary(report: Any) -> str:
+    from trajlint.report.text import summary_line
+
+    return summary_line(report.summary)
+
+

@@ -1,0 +1,70 @@
+"""`trajlint rules` and `trajlint rule NAME`: the catalog as text or JSON, with what each rule
+reads and where it is implemented."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from trajlint.check.select import PROFILES
+
+
+def listing(specs: Iterable[Any], output_format: str) -> str:
+    """Every rule: code, name, severity, summary (one line each, or a JSON list)."""
+    specs = list(specs)
+    if output_format == "json":
+        return json.dumps([_rule_dict(s.entry, full=False) for s in specs], indent=2) + "\n"
+    width = max(len(spec.name) for spec in specs)
+    return "".join(f"{spec.code}  {spec.name:<{width}}  {spec.severity:<8} {spec.entry.summary}\n" for spec in specs)
+
+
+def explain(spec: Any, output_format: str) -> str:
+    """One rule explained, with its failing and passing examples."""
+    entry = spec.entry
+    if output_format == "json":
+        return json.dumps({**_rule_dict(entry, full=True), **_implemented(spec)}, indent=2, ensure_ascii=False) + "\n"
+    by_profile = ", ".join(f"{name} {table.get(entry.name, entry.severity)}" for name, table in PROFILES.items())
+    implemented = _implemented(spec)
+    reads = ", ".join(implemented["reads"]) or "nothing of a row (the engine reports it)"
+    parts = [
+        f"# {entry.name} ({entry.code})\n\n",
+        f"Family: {entry.family} · Default severity: {entry.severity} · By profile: {by_profile}\n",
+        f"Reads: {reads} · Implemented in: {implemented['module']}\n\n",
+        f"## What it checks\n\n{entry.summary}\n\n",
+        f"## Why\n\n{entry.rationale}\n\n",
+    ]
+    for example in entry.examples:
+        title = "Fails" if example.expect == "fail" else "Passes"
+        parts.append(f"## {title}: {example.description}\n\n")
+        body = "(the file does not exist)" if example.missing else example.jsonl.rstrip("\n")
+        parts.append(f"```jsonl\n{body}\n```\n\n")
+    return "".join(parts)
+
+
+def _implemented(spec: Any) -> dict[str, Any]:
+    """What a rule reads (a row lacking it leaves the rule unobserved) and the file that registers it."""
+    module = spec.impl.module
+    reads = sorted(spec.impl.reads)
+    check = getattr(spec.impl.check, "check", None)  # a NeMo Gym health check's rule
+    if check is not None and check.find is not None:
+        module = check.find.__module__
+        reads += [f"health: {evidence}" for evidence in check.reads]
+    return {"reads": reads, "module": module.replace(".", "/") + ".py" if module else ""}
+
+
+def _rule_dict(entry: Any, *, full: bool) -> dict[str, Any]:
+    data = {
+        "code": entry.code,
+        "name": entry.name,
+        "family": entry.family,
+        "severity": entry.severity,
+        "summary": entry.summary,
+    }
+    if full:
+        data["rationale"] = entry.rationale
+        data["examples"] = [
+            {"expect": e.expect, "description": e.description, "jsonl": e.jsonl, "missing": e.missing}
+            for e in entry.examples
+        ]
+    return data
