@@ -30,7 +30,6 @@ OUTCOME_VERIFIER = "verifier"
 OUTCOME_HELPER = "compaction-helper"
 OUTCOME_UNOWNED = "unowned"
 OUTCOME_NO_RESPONSE = "no-response"
-OUTCOME_STATED = "stated"  # the row stated its own turns; no turn was synthesized
 
 
 class Claim(NamedTuple):

@@ -1,1 +1,1 @@
-"""The check stage: rules read a row (and, later, its build) and report findings."""
+"""The check stage: rules read a row and its build, and report findings."""

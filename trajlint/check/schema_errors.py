@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from trajlint.pointer import escape, pointer  # noqa: F401  (re-exported for the rules)
+from trajlint.row.values import json_type
 
 _TYPE_NAMES = {
     "object": "an object",
@@ -24,22 +25,6 @@ _TYPE_NAMES = {
     "boolean": "a boolean",
     "null": "null",
 }
-
-
-def json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if value is None:
-        return "null"
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, int):
-        return "an integer"
-    return "a number"
 
 
 def show(value: Any, limit: int = 60) -> str:

@@ -62,7 +62,7 @@ def check(r: CheckRequest) -> int:
     from trajlint.report import write as report_outputs
     from trajlint.report.baseline import Baseline, BaselineError
 
-    _, settings, rules, ignores = _lint_setup(r.lint, {"fail-level": r.fail_level, "baseline": r.baseline})
+    settings, rules, ignores = _lint_setup(r.lint, {"fail-level": r.fail_level, "baseline": r.baseline})
     try:
         known = Baseline.load(settings["baseline"].value) if settings["baseline"].value else None
     except BaselineError as exc:
@@ -163,7 +163,7 @@ def record_baseline(lint: LintOptions, output: str | None) -> int:
     from trajlint.report import baseline, formats
     from trajlint.report import write as report_outputs
 
-    _, settings, rules, ignores = _lint_setup(lint, {})
+    settings, rules, ignores = _lint_setup(lint, {})
     path = output or settings["baseline"].value or baseline.DEFAULT_PATH
     sources = _sources(lint.paths)
     problem = report_outputs.problem([formats.Output("json", path)], [s.path for s in sources])
@@ -260,8 +260,8 @@ def _jobs(settings: dict[str, Any]) -> int:
 
 def _lint_setup(
     options: LintOptions, overrides: dict[str, Any]
-) -> tuple[Any, dict[str, Any], dict[str, Any], list[Any]]:
-    """(configuration file, resolved settings, the rules this run uses, per-file ignores).
+) -> tuple[dict[str, Any], dict[str, Any], list[Any]]:
+    """(resolved settings, the rules this run uses, per-file ignores).
 
     A bad configuration file, profile or rule selector ends the command here with exit 2,
     before anything is read.
@@ -315,7 +315,7 @@ def _lint_setup(
         for row in selection.describe(rules):
             click.echo(f"  {row['code']}  {row['name']:<28} {row['severity']}")
         raise click.exceptions.Exit(EXIT_CLEAN)
-    return found, settings, rules, ignores
+    return settings, rules, ignores
 
 
 

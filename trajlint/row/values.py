@@ -39,3 +39,20 @@ def group_key(value: Any) -> Any:
 def nonnegative_int(value: Any) -> int | None:
     """A count NeMo Gym accepts: a JSON integer (not a boolean) >= 0; anything else is unknown."""
     return value if type(value) is int and value >= 0 else None
+
+
+def json_type(value: Any) -> str:
+    """What a JSON value is, in words for a message: "an integer", "an object", "null"."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, int):
+        return "an integer"
+    return "a number"

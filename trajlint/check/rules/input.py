@@ -7,15 +7,7 @@ from collections.abc import Iterator
 from trajlint.check.rule import Violation, row_rule
 from trajlint.check.subject import Subject
 from trajlint.read import OversizedLine, ParseError, Unreadable
-
-_JSON_TYPE = {
-    list: "an array",
-    str: "a string",
-    int: "a number",
-    float: "a number",
-    bool: "a boolean",
-    type(None): "null",
-}
+from trajlint.row.values import json_type
 
 
 @row_rule("unreadable-file", reads=["file"])
@@ -33,8 +25,7 @@ def invalid_json(subject: Subject) -> Iterator[Violation]:
 @row_rule("row-not-object", reads=["line"])
 def row_not_object(subject: Subject) -> Iterator[Violation]:
     if subject.problem is None and "row" not in subject.evidence:
-        kind = _JSON_TYPE.get(type(subject.value), "not an object")
-        yield Violation("", f"a rollout row must be a JSON object, this line holds {kind}")
+        yield Violation("", f"a rollout row must be a JSON object, this line holds {json_type(subject.value)}")
 
 
 @row_rule("row-too-large", reads=["line"])
