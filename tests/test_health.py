@@ -55,8 +55,9 @@ def health(rows: list[dict], tmp_path, *, select=None):
     path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
     result = run(iter_sources([str(path)]), rules, max_row_bytes=1 << 28, health_report=True)
     assert result.internal_errors == 0, [f.message for f in result.findings if f.name == "internal-error"]
-    summary = result.health.summary
-    verdicts = [orjson.loads(line) for line in result.health.verdict_rows()]
+    ((_, health),) = result.health  # one file, one run
+    summary = health.summary
+    verdicts = [orjson.loads(line) for line in health.verdict_rows()]
     return result.findings, summary, verdicts
 
 
@@ -315,7 +316,7 @@ def test_a_health_rule_that_raises_is_a_check_execution_error(tmp_path, monkeypa
     rules = load_rules()
     result = run(iter_sources([str(path)]), rules, max_row_bytes=1 << 28, health_report=True)
     assert result.internal_errors == 1  # the rule that raised; the task rules take it as a finding
-    verdict = orjson.loads(next(result.health.verdict_rows()))
+    verdict = orjson.loads(next(result.health[0][1].verdict_rows()))
     assert verdict["verdict"] == "unhealthy" and "model_call_failed" in verdict["unobserved"]
     assert verdict["findings"] == [
         {"check": "check_execution_error", "detail": {"reason": "check raised an unexpected exception", "failed_check": "model_call_failed", "error": "ZeroDivisionError"}}
@@ -326,9 +327,39 @@ def test_hostile_files_get_a_health_report(tmp_path):
     hostile = sorted((ROOT / "tests" / "data" / "hostile").glob("*.jsonl"))
     result = CliRunner().invoke(main, ["check", "--isolated", "--exit-zero", "--health-report", str(tmp_path / "h"), *map(str, hostile)])
     assert result.exit_code == 0, result.output
-    summary = json.loads((tmp_path / "h" / "quality_summary.json").read_text())
-    verdicts = (tmp_path / "h" / "rollout_verdicts.jsonl").read_text().splitlines()
-    assert summary["run"]["artifacts"]["records"] == len(verdicts) > 0
+    runs = sorted(p.parent for p in (tmp_path / "h").rglob("quality_summary.json"))
+    assert [p.name.rsplit("__", 1)[-1] for p in runs] == sorted(p.name for p in hostile)  # one report per file
+    records = 0
+    for run in runs:
+        summary = json.loads((run / "quality_summary.json").read_text())
+        verdicts = (run / "rollout_verdicts.jsonl").read_text().splitlines()
+        assert summary["run"]["artifacts"]["records"] == len(verdicts)
+        records += len(verdicts)
+    assert records > 0
+
+
+def test_every_file_is_a_run_unless_grouped(tmp_path):
+    """NeMo Gym's health check takes one file per run, and separate runs number their tasks from
+    0 each: the same task and rollout index in two files is no duplicate, and two reports are
+    written. Grouped as one run (shards of one collection), they are duplicates."""
+    row = harness(call("a1", 0))
+    for name in ("a.jsonl", "b.jsonl"):
+        (tmp_path / name).write_bytes(orjson.dumps(row) + b"\n")
+    files = [str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")]
+    per_file = CliRunner().invoke(main, ["check", "--isolated", "--output-format", "json", "--health-report", str(tmp_path / "h1"), *files])
+    report = json.loads(per_file.stdout)
+    assert not [f for f in report["findings"] if f["code"] == "TL401"]
+    assert report["summary"]["health"]["runs"] == 2 and report["summary"]["health"]["tasks"]["total"] == 2
+    assert len(list((tmp_path / "h1").rglob("quality_summary.json"))) == 2
+    assert "2 health reports" in per_file.stderr
+    grouped = CliRunner().invoke(main, ["check", "--isolated", "--output-format", "json", "--runs", "all", "--health-report", str(tmp_path / "h2"), *files])
+    report = json.loads(grouped.stdout)
+    duplicates = [f for f in report["findings"] if f["code"] == "TL401"]
+    assert len(duplicates) == 2 and "in 2 files of this run (1 in this file)" in duplicates[0]["message"]
+    assert report["summary"]["health"]["runs"] == 1
+    assert (tmp_path / "h2" / "quality_summary.json").is_file()
+    glob = CliRunner().invoke(main, ["check", "--isolated", "--output-format", "json", "--run-group", str(tmp_path / "*.jsonl"), *files])
+    assert len([f for f in json.loads(glob.stdout)["findings"] if f["code"] == "TL401"]) == 2
 
 
 def test_every_nemo_gym_check_has_its_rule():
@@ -349,7 +380,7 @@ def test_rule_coverage_and_health_coverage_agree(tmp_path, inputs):
     unreadable records, unobserved for every other check)."""
     from trajlint.health.checks import ROW_CHECKS
 
-    args = ["check", "--isolated", "--exit-zero", "--output-format", "json", "--health-report", str(tmp_path / "h")]
+    args = ["check", "--isolated", "--exit-zero", "--runs", "all", "--output-format", "json", "--health-report", str(tmp_path / "h")]
     result = CliRunner().invoke(main, [*args, *(str(ROOT / p) for p in inputs)])
     assert result.exit_code == 0, result.output
     rules = {v["name"]: v for v in json.loads(result.stdout)["summary"]["rules"].values()}

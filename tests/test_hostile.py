@@ -553,7 +553,7 @@ def test_thousands_of_rows_with_one_identity_cite_a_bounded_number(rules, tmp_pa
     found = [f for f in result.findings if f.name == "duplicate-rollout-identity"]
     assert len(found) == 3000
     assert all(len(f.related) == CITED for f in found)
-    assert f"recorded by 3,000 rows in stage [[0]] (the first {CITED} others are cited)" in found[0].message
+    assert f"recorded by 3,000 rows in this file in stage [[0]] (the first {CITED} others are cited)" in found[0].message
 
 
 def test_thousands_of_claims_on_one_call_cite_a_bounded_number(rules):

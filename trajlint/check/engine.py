@@ -8,9 +8,9 @@ identity and fingerprint, and containing a rule that raises (`internal-error`) s
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from trajlint.check.registry import RuleSpec
 from trajlint.check.rule import UNOBSERVED, Reduction, RowDigester, RowObserver, Violation
@@ -34,7 +34,8 @@ class Result:
     lines: int = 0
     rows: int = 0
     internal_errors: int = 0
-    health: Any = None  # the run's `health.verdicts.HealthRun`, when health was judged
+    #: (run, its `health.verdicts.HealthRun`) for every run when health was judged, else None.
+    health: list[tuple[str, Any]] | None = None
 
 
 @dataclass(slots=True)
@@ -197,24 +198,55 @@ class RowChecker:
             self.unit.findings.append(_internal_finding(self._internal, spec, subject.path, subject.line, subject.rollout, subject.raw, exc))
 
 
+class RunObservers(Protocol):
+    """Makes the observers of one run (a group of input files, see `check.run`)."""
+
+    def __call__(self, run: str) -> Sequence[RowObserver]: ...
+
+
+@dataclass(slots=True)
+class _RunState:
+    """What the run-level rules and observers of one run keep: an instance each."""
+
+    reductions: list[tuple[RuleSpec, Reduction]]
+    observers: Sequence[RowObserver]
+
+
 class Engine:
     """The whole run: checks units of input (or takes units checked elsewhere) in input order,
-    feeds the reductions and observers, and reports at the end."""
+    feeds the reductions and observers of each unit's run, and reports at the end.
+
+    A run is a group of input files that run-level rules judge together (duplicate identities,
+    task repeats, health): `run_of(path)` names it (default: every file is a run of its own,
+    as NeMo Gym counts runs). Each run has reductions and observers of its own.
+    """
 
     def __init__(
         self,
         rules: Sequence[RuleSpec],
         internal_error: RuleSpec | None = None,
-        observers: Sequence[RowObserver] = (),
+        digesters: Sequence[RowDigester] = (),
+        observers_for: RunObservers | None = None,
+        run_of: Callable[[str], str] | None = None,
     ):
-        self._observers = list(observers)
-        self.checker = RowChecker(rules, internal_error, [o.digester() for o in self._observers])
-        self._reductions: list[tuple[RuleSpec, Reduction]] = [
-            (r, r.impl.reduction()) for r in rules if r.impl.reduction is not None
-        ]
+        self.checker = RowChecker(rules, internal_error, digesters)
+        self._reducing = [r for r in rules if r.impl.reduction is not None]
         self._observed = [r for r in rules if r.impl.observed]
+        self._observers_for = observers_for
+        self._run_of = run_of or (lambda path: path)
+        self.runs: dict[str, _RunState] = {}  # in the order their first unit came
         self._internal = internal_error
         self.result = Result(coverage={r.code: Coverage(r.name) for r in rules})
+
+    def _run(self, path: str) -> _RunState:
+        name = self._run_of(path)
+        state = self.runs.get(name)
+        if state is None:
+            state = self.runs[name] = _RunState(
+                [(r, r.impl.reduction()) for r in self._reducing],  # type: ignore[misc]
+                self._observers_for(name) if self._observers_for is not None else (),
+            )
+        return state
 
     def visit(self, subject: Subject) -> None:
         """Check one subject here and now (no shard: its line is its line)."""
@@ -237,40 +269,43 @@ class Engine:
             result.findings.extend(_shifted(f, unit.path, lines_before) for f in unit.findings)
         else:
             result.findings.extend(unit.findings)
+        state = self._run(unit.path)
         for line, digests, observed in unit.rows:
             location = Location(unit.path, line + lines_before)
-            for (spec, reduction), digest in zip(self._reductions, digests):
+            for (spec, reduction), digest in zip(state.reductions, digests):
                 if digest is None:
                     continue
                 try:
                     reduction.absorb(location, digest)
                 except Exception as exc:  # noqa: BLE001
                     self._internal_error(spec, location, exc)
-            for observer, digest in zip(self._observers, observed):
+            for observer, digest in zip(state.observers, observed):
                 observer.absorb(location, digest)
 
     def finish(self) -> Result:
-        for spec, reduction in self._reductions:
-            try:
-                found = [
-                    _finding(spec, location.path, location.line, rollout, None, violation)
-                    for location, rollout, violation in reduction.finish()
-                ]
-            except Exception as exc:  # noqa: BLE001
-                self._internal_error(spec, Location("<run>", 0), exc)
-                continue
-            self.result.coverage[spec.code].evaluated += 1
-            self.result.findings.extend(found)
         by_name = {spec.name: spec for spec in self._observed}
-        for observer in self._observers:
-            for name, location, rollout, pointer, message in observer.run_findings():
-                spec = by_name.get(name)
-                if spec is not None:
-                    self.result.findings.append(
-                        _finding(spec, location.path, location.line, rollout, None, Violation(pointer, message))
-                    )
-        for spec in self._observed:
-            self.result.coverage[spec.code].evaluated += 1
+        for state in self.runs.values():
+            for spec, reduction in state.reductions:
+                try:
+                    found = [
+                        _finding(spec, location.path, location.line, rollout, None, violation)
+                        for location, rollout, violation in reduction.finish()
+                    ]
+                except Exception as exc:  # noqa: BLE001
+                    self._internal_error(spec, Location("<run>", 0), exc)
+                    continue
+                self.result.coverage[spec.code].evaluated += 1
+                self.result.findings.extend(found)
+            for observer in state.observers:
+                for name, location, rollout, pointer, message in observer.run_findings():
+                    spec = by_name.get(name)
+                    if spec is not None:
+                        self.result.findings.append(
+                            _finding(spec, location.path, location.line, rollout, None, Violation(pointer, message))
+                        )
+            if state.observers:
+                for spec in self._observed:
+                    self.result.coverage[spec.code].evaluated += 1
         self.result.findings.sort(key=Finding.sort_key)
         return self.result
 

@@ -1,16 +1,46 @@
 """One run of the check stage: plan the units of input, check them here or in workers, absorb
-their results in input order, and finish with the run-level rules and the run's health."""
+their results in input order, and finish with the run-level rules and each run's health.
+
+Run-level rules (duplicate identities, task repeats, rollout health) judge the rows of one *run*
+together. NeMo Gym's health check takes one file per run, and its aggregator numbers the tasks
+of separate runs from 0 each, so by default every input file is a run of its own. Shards of one
+collection are one run: `RunPlan` groups files by directory, into one run, or by glob.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import fnmatch
+import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from trajlint.check import parallel
 from trajlint.check.engine import Coverage, Engine, Result
 from trajlint.check.registry import INTERNAL_ERROR, RuleSpec
-from trajlint.health.verdicts import health_run
+from trajlint.health.verdicts import health_runs
 from trajlint.read import Source, Unreadable
+
+RUN_MODES = ("file", "directory", "all")
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """How input files group into runs: `mode` for every file, unless it matches one of `groups`
+    (globs), which makes every file it matches one run named after the glob."""
+
+    mode: str = "file"
+    groups: tuple[str, ...] = ()
+
+    def run_of(self, path: str) -> str:
+        for pattern in self.groups:
+            if fnmatch.fnmatch(path, pattern):
+                return pattern
+        if self.mode == "directory":
+            return os.path.dirname(path) or "."
+        if self.mode == "all":
+            return "all inputs"
+        return path
 
 
 def run(
@@ -20,21 +50,27 @@ def run(
     max_row_bytes: int,
     jobs: int = 1,
     health_report: bool = False,
+    runs: RunPlan = RunPlan(),
 ) -> Result:
     """Check everything `sources` yields with `rules`.
 
     Files are cut into shards (`read.shards`) and checked by `jobs` processes; the result is
     the same for every number of jobs, down to the order of findings. When a health rule runs,
-    or `health_report` asks for NeMo Gym's report, the run's health (`result.health`) judges
-    every row; with `health_report` it keeps the verdict rows for `report.health.write_report`.
+    or `health_report` asks for NeMo Gym's report, each run's health (`result.health`) judges
+    its rows; with `health_report` it keeps the verdict rows for `report.health.write_report`.
     """
     sources = list(sources)
-    health = health_run(rules.values(), [source.path for source in sources], report=health_report)
+    paths_of: dict[str, list[str]] = {}
+    for source in sources:
+        paths_of.setdefault(runs.run_of(source.path), []).append(source.path)
+    health = health_runs(rules.values(), report=health_report)
     internal = next((r for r in rules.values() if r.name == INTERNAL_ERROR), None)
     engine = Engine(
         [r for r in rules.values() if r.impl.check or r.impl.reduction or r.impl.observed],
         internal,
-        [health] if health is not None else [],
+        digesters=[health.digester()] if health is not None else [],
+        observers_for=(lambda name: [health.for_run(paths_of.get(name, ()))]) if health is not None else None,
+        run_of=runs.run_of,
     )
     if internal is not None:
         engine.result.coverage[internal.code] = Coverage(internal.name)
@@ -50,6 +86,10 @@ def run(
                 lines_before += part.physical_lines
     result = engine.finish()
     if health is not None:
-        health.finish(result.findings)
-        result.health = health
+        result.health = []
+        for name, state in engine.runs.items():
+            (run_health,) = state.observers
+            run_health.finish(result.findings)
+            result.health.append((name, run_health))
     return result
+

@@ -68,6 +68,19 @@ def _lint_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "[default: 268435456]",
         ),
         click.option(
+            "--runs",
+            type=click.Choice(["file", "directory", "all"]),
+            help="Which input files run-level rules (duplicate identities, task health, the health report) "
+            "judge together: each file on its own, as NeMo Gym's health check counts runs; the files of one "
+            "directory; or all inputs. [default: file]",
+        ),
+        click.option(
+            "--run-group",
+            multiple=True,
+            metavar="GLOB",
+            help="Input files matching GLOB form one run (shards of one collection); repeatable.",
+        ),
+        click.option(
             "-j",
             "--jobs",
             type=click.IntRange(min=0),

@@ -27,7 +27,10 @@ PYPROJECT = "pyproject.toml"
 TRAJLINT_TOML = "trajlint.toml"
 
 _LISTS = ("select", "extend-select", "ignore")
-KEYS = (*_LISTS, "severity", "per-file-ignores", "profile", "fail-level", "max-row-bytes", "jobs", "baseline")
+KEYS = (
+    *_LISTS, "severity", "per-file-ignores", "profile", "fail-level", "max-row-bytes", "jobs", "baseline", "runs", "run-groups",
+)
+RUN_MODES = ("file", "directory", "all")
 
 
 class ConfigError(ValueError):
@@ -119,6 +122,11 @@ def _check(key: str, value: Any) -> str | None:
         return None if ok else f"must be a number of processes (0: one per usable core), not {value!r}"
     if key == "baseline":
         return None if isinstance(value, str) and value else "must be the path of a baseline file"
+    if key == "runs":
+        ok = isinstance(value, str) and value in RUN_MODES
+        return None if ok else f"must be one of {', '.join(RUN_MODES)}, not {value!r}"
+    if key == "run-groups":
+        return None if _strings(value) else "must be a list of globs (strings)"
     raise AssertionError(key)
 
 
@@ -176,6 +184,8 @@ def resolve(config: FileConfig, overrides: Mapping[str, Any]) -> dict[str, Setti
         "max-row-bytes": DEFAULT_MAX_ROW_BYTES,
         "jobs": 0,
         "baseline": None,
+        "runs": "file",
+        "run-groups": [],
     }
     settings: dict[str, Setting] = {}
     for key, default in defaults.items():

@@ -31,6 +31,8 @@ class LintOptions:
     profile: str | None = None
     max_row_bytes: int | None = None
     jobs: int | None = None
+    runs: str | None = None
+    run_group: tuple[str, ...] = ()
     show_settings: bool = False
 
 
@@ -94,8 +96,8 @@ def check(r: CheckRequest) -> int:
         max_row_bytes=settings["max-row-bytes"].value,
         jobs=_jobs(settings),
         health_report=r.health_report is not None,
+        runs=_runs(settings),
     )
-    health_summary = result.health.summary if result.health else None
     findings = selection.drop_ignored(result.findings, ignores)
     baseline_use = None
     if known is not None:
@@ -107,13 +109,19 @@ def check(r: CheckRequest) -> int:
         files=inputs,
         root=os.getcwd(),
         baseline=baseline_use,
-        health=health.report_numbers(health_summary) if health_summary else None,
+        health=health.report_numbers([h.summary for _, h in result.health]) if result.health is not None else None,
     )
     if r.health_report is not None:
         try:
-            health.write_report(r.health_report, result.health)
+            written = health.write_reports(r.health_report, result.health)
         except OSError as exc:
             raise Failure(f"cannot write the health report into {r.health_report}: {exc.strerror or exc}") from None
+        if len(written) > 1:
+            click.echo(
+                f"trajlint: wrote {len(written):,} health reports into {r.health_report}, one per run, as NeMo "
+                "Gym's health check takes one run at a time (--runs and --run-group say which files form a run)",
+                err=True,
+            )
 
     stdout_format = next((o.format for o in outputs if o.path is None), None)
     console = formats.console(stdout_format, statistics=r.statistics, quiet=r.quiet)
@@ -252,6 +260,12 @@ def _run(run: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         raise Failure(str(exc)) from None
 
 
+def _runs(settings: dict[str, Any]) -> Any:
+    from trajlint.check.run import RunPlan
+
+    return RunPlan(settings["runs"].value, tuple(settings["run-groups"].value))
+
+
 def _jobs(settings: dict[str, Any]) -> int:
     from trajlint.check.parallel import usable_cores
 
@@ -283,7 +297,15 @@ def _lint_setup(
     try:
         found = config.find(options.config_file, isolated=options.isolated)
         settings = config.resolve(
-            found, {"profile": options.profile, "max-row-bytes": options.max_row_bytes, "jobs": options.jobs, **overrides}
+            found,
+            {
+                "profile": options.profile,
+                "max-row-bytes": options.max_row_bytes,
+                "jobs": options.jobs,
+                "runs": options.runs,
+                "run-groups": list(options.run_group) or None,
+                **overrides,
+            },
         )
         every_rule = load_rules()
         layers = [

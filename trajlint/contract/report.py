@@ -99,6 +99,11 @@ class HealthSummary(_Strict):
     issues: dict[str, int] = Field(description="Findings by NeMo Gym check id, every check listed.")
     tasks: HealthTasks
     ignored_checks: list[str] = Field(description="NeMo Gym checks none of whose trajlint rules ran.")
+    runs: int = Field(
+        ge=0,
+        description="Runs judged, each as NeMo Gym's health check judges one run (by default one per "
+        "input file); the numbers above are their sums, and tasks are counted per run.",
+    )
 
 
 class Summary(_Strict):
@@ -122,7 +127,7 @@ class Tool(_Strict):
 class ReportDocument(_Strict):
     """The report `trajlint check --output-format json` prints."""
 
-    schema_version: Literal["1.2"]
+    schema_version: Literal["1.3"]
     tool: Tool
     findings: list[Finding] = Field(description="Sorted by path, line, pointer, code.")
     summary: Summary

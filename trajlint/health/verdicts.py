@@ -215,7 +215,7 @@ class HealthRun:
     are kept (on disk) for `write_report`.
     """
 
-    def __init__(self, rules: Iterable[Any], inputs: Sequence[str] = (), *, spool: bool = False):
+    def __init__(self, rules: Iterable[Any], inputs: Sequence[str] = (), *, spool: Any = None):
         names = {spec.name for spec in rules}
         self.codes = {spec.code: spec.name for spec in rules}
         self.checks = tuple(check for check in ROW_CHECKS if check.rules[0] in names)
@@ -230,7 +230,7 @@ class HealthRun:
         self.task_coverage = {check: Counter() for check in TASK_CHECKS}
         self.rows = 0
         self._ordinals: list[_Ordinal] = []
-        self._spool = _spool_file() if spool else None
+        self._spool = spool  # shared by the runs of one invocation
         self._index: list[tuple[Any, ...]] = []
         self.summary: dict[str, Any] | None = None
 
@@ -278,7 +278,11 @@ class HealthRun:
     def finish(self, findings: Iterable[Finding]) -> dict[str, Any]:
         """Fold in the lines that never became rows and reduce the tasks; returns the summary."""
         unreadable = sorted(
-            ((self.inputs.get(f.path, len(self.inputs)), f.line, f.path, f.name) for f in findings if f.name in _UNREADABLE),
+            (
+                (self.inputs[f.path], f.line, f.path, f.name)
+                for f in findings
+                if f.name in _UNREADABLE and f.path in self.inputs
+            ),
         )
         self._resolve_ordinals([(k, line) for k, line, _, _ in unreadable])
         for k, line, path, name in unreadable:
@@ -375,11 +379,6 @@ class HealthRun:
             self._spool.write(data)
             self._index.append((task, 0, None, offset, len(data), position))
 
-    def close(self) -> None:
-        if self._spool is not None:
-            self._spool.close()
-            self._spool = None
-
     def verdict_rows(self) -> Iterator[bytes]:
         """The verdict rows in NeMo Gym's order (task, rollout, stage), one JSON line each."""
         assert self._spool is not None, "the observer was made without spool"
@@ -417,9 +416,25 @@ def _ng_finding(check: str, item: HealthFinding) -> dict[str, Any]:
     return out
 
 
-def health_run(rules: Iterable[Any], inputs: Sequence[str], *, report: bool) -> HealthRun | None:
-    """The run's health: when a health rule runs, or a health report is wanted."""
+class HealthRuns:
+    """The health of each run of an invocation: one `HealthRun` per run, one digester for all
+    (it holds no state), and one spool file that every run's verdict rows share."""
+
+    def __init__(self, rules: Iterable[Any], *, spool: bool):
+        self.rules = list(rules)
+        self._spool = _spool_file() if spool else None
+        self._digester = HealthRun(self.rules, spool=self._spool).digester()
+
+    def digester(self) -> RowJudge:
+        return self._digester
+
+    def for_run(self, inputs: Sequence[str]) -> HealthRun:
+        return HealthRun(self.rules, inputs, spool=self._spool)
+
+
+def health_runs(rules: Iterable[Any], *, report: bool) -> HealthRuns | None:
+    """The runs' health: when a health rule runs, or a health report is wanted."""
     rules = list(rules)
     if not report and not any(spec.entry.family == "health" for spec in rules):
         return None
-    return HealthRun(rules, inputs, spool=report)
+    return HealthRuns(rules, spool=report)

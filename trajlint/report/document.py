@@ -22,7 +22,7 @@ from trajlint.findings import SEVERITIES, Finding, severity_rank
 if TYPE_CHECKING:
     from trajlint.check.engine import Result
 
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 
 
 @dataclass(frozen=True, slots=True)

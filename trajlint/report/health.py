@@ -7,11 +7,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import orjson
 
+from trajlint.health.checks import CHECKS
+from trajlint.health.tasks import VERDICTS
 from trajlint.health.verdicts import HealthRun
 from trajlint.report.write import input_clash, write_file
 
@@ -19,19 +22,29 @@ SUMMARY_FILE = "quality_summary.json"
 VERDICTS_FILE = "rollout_verdicts.jsonl"
 
 
-def report_numbers(summary: dict[str, Any]) -> dict[str, Any]:
-    """The health numbers of trajlint's own summary: verdicts, issues by check, tasks."""
-    run = summary["run"]
-    tasks = summary["tasks"].values()
+def report_numbers(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The health numbers of trajlint's own summary, summed over the runs: verdicts, issues by
+    check, tasks (counted per run, as NeMo Gym counts them run by run)."""
+    verdicts: Counter[str] = Counter()
+    issues: Counter[str] = Counter()
+    rollouts = tasks = flagged = 0
+    ignored: list[str] = []
+    for summary in summaries:
+        run = summary["run"]
+        rollouts += run["artifacts"]["records"]
+        verdicts.update(run["verdicts"])
+        issues.update(run["issues"])
+        tasks += len(summary["tasks"])
+        flagged += sum(1 for task in summary["tasks"].values() if task["flags"])
+        ignored = run["ignored_checks"]
+    keys = summaries[0]["run"] if summaries else None
     return {
-        "rollouts": run["artifacts"]["records"],
-        "verdicts": run["verdicts"],
-        "issues": run["issues"],
-        "tasks": {
-            "total": len(summary["tasks"]),
-            "flagged": sum(1 for task in tasks if task["flags"]),
-        },
-        "ignored_checks": run["ignored_checks"],
+        "rollouts": rollouts,
+        "verdicts": {v: verdicts.get(v, 0) for v in (keys["verdicts"] if keys else VERDICTS)},
+        "issues": {c: issues.get(c, 0) for c in (keys["issues"] if keys else [check.id for check in CHECKS])},
+        "tasks": {"total": tasks, "flagged": flagged},
+        "ignored_checks": ignored,
+        "runs": len(summaries),
     }
 
 
@@ -47,6 +60,39 @@ def report_problem(directory: str, inputs: Iterable[str]) -> str | None:
     return None
 
 
+def write_reports(directory: str, runs: Sequence[tuple[str, HealthRun]]) -> list[str]:
+    """NeMo Gym's report of each run: into `directory` itself when there is one run, else into a
+    directory per run beneath it (named after the run), as NeMo Gym writes one report per run.
+    Returns the directories written."""
+    if len(runs) == 1:
+        write_report(directory, runs[0][1])
+        return [directory]
+    written: list[str] = []
+    taken: set[str] = set()
+    for name, health in runs:
+        target = os.path.join(directory, _unique(run_directory_name(name), taken))
+        write_report(target, health)
+        written.append(target)
+    return written
+
+
+def run_directory_name(run: str) -> str:
+    """A directory name for a run: its path with separators spelled `__` (`runs/a.jsonl` ->
+    `runs__a.jsonl`), so that the name says which inputs the report is about."""
+    parts = [p for p in run.replace(os.sep, "/").split("/") if p not in ("", ".")]
+    name = "__".join(p if p != ".." else "up" for p in parts) or "run"
+    return name.replace("*", "_").replace("?", "_")
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    candidate, n = name, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{name}-{n}"
+    taken.add(candidate)
+    return candidate
+
+
 def write_report(directory: str, health: HealthRun) -> tuple[str, str]:
     """Write `quality_summary.json` and `rollout_verdicts.jsonl` into `directory` (created if missing)."""
     assert health.summary is not None, "finish() the run's health first"
@@ -55,5 +101,4 @@ def write_report(directory: str, health: HealthRun) -> tuple[str, str]:
     verdicts_path = os.path.join(directory, VERDICTS_FILE)
     write_file(summary_path, [orjson.dumps(health.summary, option=orjson.OPT_INDENT_2)], binary=True)
     write_file(verdicts_path, health.verdict_rows(), binary=True)
-    health.close()
     return summary_path, verdicts_path

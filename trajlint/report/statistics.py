@@ -39,7 +39,9 @@ def _health_text(health: dict[str, Any]) -> Iterator[str]:
     yield (
         f"Rollout health: {health['rollouts']:,} rollouts, {verdicts['healthy']:,} healthy, "
         f"{verdicts['unhealthy']:,} unhealthy, {verdicts['unobserved']:,} unobserved; "
-        f"{tasks['total']:,} tasks, {tasks['flagged']:,} flagged\n"
+        f"{tasks['total']:,} tasks, {tasks['flagged']:,} flagged"
+        + (f"; {health['runs']:,} runs" if health.get("runs", 1) != 1 else "")
+        + "\n"
     )
     issues = sorted(((n, check) for check, n in health["issues"].items() if n), key=lambda item: (-item[0], item[1]))
     width = max((len(f"{n:,}") for n, _ in issues), default=0)

@@ -18,6 +18,9 @@ from trajlint.row.values import hashable
 class DuplicateRolloutIdentity:
     """Rows of one run that claim the same (task_id, rollout_id) in the same stage.
 
+    A run is one input file unless the user groups files into runs (`--runs`, `--run-group`):
+    separate runs number their tasks from 0 each, so the same identity in two runs is no duplicate.
+
     A multi-stage driver writes one row per rollout per stage (`stage_index`), as NeMo Gym's
     health check allows. Keeps one small entry per distinct identity (where it was first seen,
     and any repeats), so memory grows with the number of rollouts, never with their size.
@@ -41,7 +44,14 @@ class DuplicateRolloutIdentity:
         for (rollout, stage), places in self._repeated.items():
             in_stage = f" in stage {_stage_text(stage)}" if stage is not None else ""
             cited = f" (the first {CITED} others are cited)" if len(places) > CITED + 1 else ""
+            files = len({path for path, _ in places})
             for path, line in places:
+                here = sum(1 for p, _ in places if p == path)
+                where = (
+                    " in this file"
+                    if files == 1
+                    else f" in {files:,} files of this run ({here:,} in this file)"
+                )
                 # Every row of a group citing every other is quadratic: thousands of rows with one
                 # identity (a producer that never advanced its indices) would exhaust memory.
                 others = tuple(Location(p, n) for p, n in places[: CITED + 1] if (p, n) != (path, line))
@@ -51,7 +61,7 @@ class DuplicateRolloutIdentity:
                     Violation(
                         "",
                         f"rollout task_id={rollout.task_id!r} rollout_id={rollout.rollout_id!r} "
-                        f"is recorded by {len(places):,} rows{in_stage}{cited}",
+                        f"is recorded by {len(places):,} rows{where}{in_stage}{cited}",
                         others[:CITED],
                     ),
                 )
