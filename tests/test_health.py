@@ -330,9 +330,9 @@ def test_hostile_files_get_a_health_report(tmp_path):
     runs = sorted(p.parent for p in (tmp_path / "h").rglob("quality_summary.json"))
     assert [p.name.rsplit("__", 1)[-1] for p in runs] == sorted(p.name for p in hostile)  # one report per file
     records = 0
-    for run in runs:
-        summary = json.loads((run / "quality_summary.json").read_text())
-        verdicts = (run / "rollout_verdicts.jsonl").read_text().splitlines()
+    for directory in runs:
+        summary = json.loads((directory / "quality_summary.json").read_text())
+        verdicts = (directory / "rollout_verdicts.jsonl").read_text().splitlines()
         assert summary["run"]["artifacts"]["records"] == len(verdicts)
         records += len(verdicts)
     assert records > 0
