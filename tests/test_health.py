@@ -181,17 +181,26 @@ def test_task_repeats_dedupe_copies_and_count_mixed_ones_unobserved(tmp_path):
     zero = call("a1", 0, tokens_out=0, tokens_total=10)
     rows = [
         harness(zero, rollout=0),
-        harness(zero, rollout=1),
-        harness(zero, rollout=1, _ng_attempt_index=1),  # a retry: another copy of repeat 1, not a duplicate
+        harness(zero, rollout=1, stage_index=0),
+        harness(zero, rollout=1, stage_index=1),  # another stage: another copy of repeat 1, not a duplicate
     ]
     found, summary, _ = health(rows, tmp_path)
     assert summary["tasks"]["3"]["repeats"] == 2 and summary["tasks"]["3"]["flags"] == ["task_consistently_unhealthy"]
     flagged = of(found, "task-consistently-unhealthy")
     assert [(f.line, f.pointer) for f in flagged] == [(1, "")]  # the task's first row
-    mixed = rows[:2] + [harness(call("a1", 0), rollout=1, _ng_attempt_index=1)]
+    mixed = rows[:2] + [harness(call("a1", 0), rollout=1, stage_index=1)]
     found, summary, _ = health(mixed, tmp_path)
     assert summary["tasks"]["3"] == {"repeats": 2, "healthy": 0, "unhealthy": 1, "unobserved": 1, "flags": []}
     assert of(found, "task-consistently-unhealthy") == []
+
+
+def test_a_retry_left_beside_its_rollout_is_a_duplicate(tmp_path):
+    """NeMo Gym keeps a rollout's last attempt in its rollouts file (failed ones go to the failures
+    sidecar), and its health check groups copies by task and rollout index alone."""
+    rows = [harness(call("a1", 0), rollout=0), harness(call("a1", 0), rollout=0, _ng_attempt_index=1)]
+    found, _, verdicts = health(rows, tmp_path)
+    assert [f.line for f in of(found, "duplicate-rollout-identity")] == [1, 2]
+    assert [v["verdict"] for v in verdicts] == ["unhealthy", "unhealthy"]
 
 
 def test_duplicates_are_unhealthy_per_stage(tmp_path):

@@ -12,7 +12,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajlint.builder.identity import python_str
 from trajlint.findings import Location, Rollout
 from trajlint.row.values import group_key
 
@@ -52,9 +51,8 @@ class TaskRepeats:
 
     A copy is its verdict code, or (copy key, code) when its key is not the usual one. Copies of
     one rollout index with the same key are duplicates of one rollout, and NeMo Gym's duplicate
-    check makes each of them unhealthy. The key is trajlint's rollout identity and the stage,
-    as `duplicate-rollout-identity` has it, so a retry (another attempt) and another stage of
-    one rollout are not duplicates.
+    check makes each of them unhealthy. The key is the stage, as `duplicate-rollout-identity`
+    and NeMo Gym's check have it: another stage of one rollout is no duplicate.
     """
 
     def __init__(self, duplicates: bool = True):
@@ -77,8 +75,8 @@ class TaskRepeats:
         entry = self.tasks.get(task)
         if entry is None:
             entry = self.tasks[task] = Task(first, rollout)
-        key = _copy_key(entry, task, rollout_index, stage, rollout)
-        copy = _CODE[verdict] if key is None else (key, _CODE[verdict])
+        # Copies in one stage are duplicates of one rollout, as NeMo Gym's check has them.
+        copy = _CODE[verdict] if stage is None else (stage, _CODE[verdict])
         bucket = entry.buckets.get(rollout_index)
         if bucket is None:
             entry.buckets[rollout_index] = copy
@@ -103,7 +101,7 @@ class TaskRepeats:
         out = []
         for key, code in zip(keys, codes):
             copies = counts.get(key, 1)
-            duplicate = copies > 1 and not isinstance(key, Unique)
+            duplicate = copies > 1
             out.append((UNHEALTHY if duplicate else VERDICTS[code], copies if duplicate else 0))
         return out
 
@@ -122,25 +120,6 @@ class TaskRepeats:
         if coverage[TASK_NO_SUCCESS] and not entry.successful:
             flags.append(TASK_NO_SUCCESS)
         return TaskOutcome(len(verdicts), {v: counts.get(v, 0) for v in VERDICTS}, tuple(flags), coverage)
-
-
-class Unique:
-    """The copy key of a row whose rollout identity cannot be derived: never a duplicate."""
-
-    __slots__ = ()
-
-
-def _copy_key(entry: Task, task: Any, rollout_index: Any, stage: Any, rollout: Rollout | None) -> Any:
-    """None for the usual key (no stage, the task's id, the default rollout id), else the key itself."""
-    if rollout is None:
-        return Unique()  # no derivable identity: never a duplicate
-    usual = (
-        stage is None
-        and entry.rollout is not None
-        and rollout.task_id == entry.rollout.task_id
-        and rollout.rollout_id == f"{python_str(task)}-{python_str(rollout_index)}"
-    )
-    return None if usual else (stage, rollout.task_id, rollout.rollout_id)
 
 
 def stage_index(row: dict[str, Any]) -> Any:

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from trajlint.builder.identity import rollout_id
 from trajlint.check.rule import Violation, row_rule, run_rule
 from trajlint.check.rules._cite import CITED
 from trajlint.check.subject import Subject
 from trajlint.findings import Location, Rollout
+from trajlint.health.tasks import rollout_index, task_index
 from trajlint.pointer import child
 from trajlint.row import walk
 from trajlint.row.values import hashable
@@ -16,55 +18,106 @@ from trajlint.row.values import hashable
 
 @run_rule("duplicate-rollout-identity", reads=["row"])
 class DuplicateRolloutIdentity:
-    """Rows of one run that claim the same (task_id, rollout_id) in the same stage.
+    """Rows of one run that claim the same rollout: the same `_ng_task_index` and
+    `_ng_rollout_index` in the same stage, the key NeMo Gym's health check groups by.
 
     A run is one input file unless the user groups files into runs (`--runs`, `--run-group`):
-    separate runs number their tasks from 0 each, so the same identity in two runs is no duplicate.
-
-    A multi-stage driver writes one row per rollout per stage (`stage_index`), as NeMo Gym's
-    health check allows. Keeps one small entry per distinct identity (where it was first seen,
+    separate runs number their tasks from 0 each, so the same indices in two runs are no
+    duplicate. A row without `_ng_task_index` is numbered by its position, as NeMo Gym numbers
+    it, so it is never a copy. Keeps one small entry per distinct key (where it was first seen,
     and any repeats), so memory grows with the number of rollouts, never with their size.
     """
 
     def __init__(self) -> None:
-        self._first: dict[tuple[Rollout, Any], tuple[str, int]] = {}
-        self._repeated: dict[tuple[Rollout, Any], list[tuple[str, int]]] = {}
+        self._first: dict[tuple[Any, Any, Any], tuple[str, int, Rollout | None]] = {}
+        self._repeated: dict[tuple[Any, Any, Any], list[tuple[str, int, Rollout | None]]] = {}
 
-    def digest(self, subject: Subject) -> tuple[Rollout, Any] | None:
-        rollout = subject.rollout
-        return None if rollout is None else (rollout, _stage(subject.row.get("stage_index")))
+    def digest(self, subject: Subject) -> tuple[tuple[Any, Any, Any], Rollout | None] | None:
+        row = subject.row
+        task = task_index(row)
+        if task is None:
+            return None
+        return (_stage(row.get("stage_index")), task, rollout_index(row)), subject.rollout
 
-    def absorb(self, location: Location, key: tuple[Rollout, Any]) -> None:
-        place = (location.path, location.line)
+    def absorb(self, location: Location, digest: tuple[tuple[Any, Any, Any], Rollout | None]) -> None:
+        key, identity = digest
+        place = (location.path, location.line, identity)
         first = self._first.setdefault(key, place)
         if first is not place:
             self._repeated.setdefault(key, [first]).append(place)
 
-    def finish(self) -> Iterator[tuple[Location, Rollout, Violation]]:
-        for (rollout, stage), places in self._repeated.items():
+    def finish(self) -> Iterator[tuple[Location, Rollout | None, Violation]]:
+        for (stage, task, rollout), places in self._repeated.items():
             in_stage = f" in stage {_stage_text(stage)}" if stage is not None else ""
             cited = f" (the first {CITED} others are cited)" if len(places) > CITED + 1 else ""
-            files = len({path for path, _ in places})
-            for path, line in places:
-                here = sum(1 for p, _ in places if p == path)
-                where = (
-                    " in this file"
-                    if files == 1
-                    else f" in {files:,} files of this run ({here:,} in this file)"
-                )
+            files = len({path for path, _, _ in places})
+            for path, line, identity in places:
+                here = sum(1 for p, _, _ in places if p == path)
+                where = " in this file" if files == 1 else f" in {files:,} files of this run ({here:,} in this file)"
                 # Every row of a group citing every other is quadratic: thousands of rows with one
                 # identity (a producer that never advanced its indices) would exhaust memory.
-                others = tuple(Location(p, n) for p, n in places[: CITED + 1] if (p, n) != (path, line))
+                others = tuple(Location(p, n) for p, n, _ in places[: CITED + 1] if (p, n) != (path, line))
                 yield (
                     Location(path, line),
-                    rollout,
+                    identity,
                     Violation(
                         "",
-                        f"rollout task_id={rollout.task_id!r} rollout_id={rollout.rollout_id!r} "
+                        f"rollout _ng_task_index={_index_text(task)} _ng_rollout_index={_index_text(rollout)} "
                         f"is recorded by {len(places):,} rows{where}{in_stage}{cited}",
                         others[:CITED],
                     ),
                 )
+
+
+@run_rule("shared-capture-key", reads=["row"])
+class SharedCaptureKey:
+    """Rows of one run that are different rollouts but share one capture key.
+
+    NeMo Gym files a rollout's captured model calls under its capture key: `_ng_rollout_id`, else
+    `<task index>-<rollout index>`, with `-a<n>` for a retried attempt. Two rollouts with one key
+    get each other's calls. Rows of different stages may share it.
+    """
+
+    def __init__(self) -> None:
+        # (stage, capture key) -> (first place, its rollout key); then the rows that differ from it
+        self._first: dict[tuple[Any, str], tuple[tuple[str, int], Any]] = {}
+        self._clashes: dict[tuple[Any, str], list[tuple[str, int]]] = {}
+
+    def digest(self, subject: Subject) -> tuple[Any, str, Any] | None:
+        row = subject.row
+        key = rollout_id(row)
+        task = task_index(row)
+        if key is None or task is None:
+            return None
+        return _stage(row.get("stage_index")), key, (task, rollout_index(row))
+
+    def absorb(self, location: Location, digest: tuple[Any, str, Any]) -> None:
+        stage, key, rollout = digest
+        place = (location.path, location.line)
+        first = self._first.setdefault((stage, key), (place, rollout))
+        if first[1] != rollout:
+            self._clashes.setdefault((stage, key), [first[0]]).append(place)
+
+    def finish(self) -> Iterator[tuple[Location, Rollout | None, Violation]]:
+        for (_, key), places in self._clashes.items():
+            for path, line in places:
+                others = tuple(Location(p, n) for p, n in places[: CITED + 1] if (p, n) != (path, line))
+                yield (
+                    Location(path, line),
+                    None,
+                    Violation(
+                        "",
+                        f"capture key {key!r} is shared by {len(places):,} rows that are different rollouts "
+                        "(other task or rollout indices): NeMo Gym files each rollout's captured model "
+                        "calls under this key, so they get each other's calls",
+                        others[:CITED],
+                    ),
+                )
+
+
+def _index_text(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def _stage(value: Any) -> Any:
