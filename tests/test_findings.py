@@ -31,6 +31,11 @@ def test_identity_from_indices_and_task_id():
     assert rollout_identity({"_ng_task_index": 4, "_ng_rollout_index": 2}) == Rollout("4", "4-2")
     assert rollout_identity({"_ng_task_index": 4, "_ng_rollout_index": 2, "task_id": "t-9"}) == Rollout("t-9", "4-2")
     assert rollout_identity({"_ng_task_index": 4, "_ng_rollout_index": 2, "problem_id": 17}) == Rollout("17", "4-2")
+    # An Environment Server row: NeMo Gym names the trajectory after the dispatched task's id.
+    task = {"taskset": "arith:demo", "task_id": "arith-001"}
+    assert rollout_identity({"_ng_task_id": task, "_ng_task_index": 0, "_ng_rollout_index": 1}) == Rollout(
+        "{'taskset': 'arith:demo', 'task_id': 'arith-001'}", "0-1"
+    )
     assert rollout_identity({"_ng_task_index": 4, "_ng_rollout_index": 2, "_ng_attempt_index": 2}) == Rollout("4", "4-2-a2")
     assert rollout_identity({"_ng_task_index": 4, "_ng_rollout_id": "abc", "_ng_attempt_index": 1}) == Rollout("4", "abc-a1")
     assert rollout_identity({"_ng_task_index": 4, "_ng_rollout_index": 0, "_ng_attempt_index": 0}) == Rollout("4", "4-0")

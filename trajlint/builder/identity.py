@@ -32,6 +32,12 @@ def python_str(value: Any) -> str:
 
 
 def task_id(row: dict[str, Any]) -> str | None:
+    # An Environment Server row keeps the dispatched task's id, which NeMo Gym's collector names
+    # the trajectory after (`str()` of its {taskset, task_id} object), as `_ng_task_id`; the
+    # result's own keys come after it.
+    dispatched = row.get("_ng_task_id")
+    if dispatched is not None:
+        return python_str(dispatched)
     for key in _TASK_ID_KEYS:
         value = row.get(key)
         if value is not None:
