@@ -28,6 +28,7 @@ from trajlint.check.claims import claim_phrase, first_claims, owner_text, ref_la
 from trajlint.check.rule import Violation, row_rule
 from trajlint.check.rules._cite import cite, places, some
 from trajlint.check.subject import Subject
+from trajlint.pointer import resolve
 from trajlint.row import walk
 
 
@@ -183,7 +184,12 @@ def _grouped(unresolved: list[Unresolved]) -> list[list[Unresolved]]:
 @row_rule("unmatched-reference", reads=["row", "model-calls"])
 def unmatched_reference(subject: Subject) -> Iterator[Violation]:
     """A claim whose reference matches no model call of the row."""
-    unmatched = [u for u in subject.build.ledger.unresolved if u.reason == "unmatched"]
+    excluded = _excluded_call_ids(subject)
+    unmatched = [
+        u
+        for u in subject.build.ledger.unresolved
+        if u.reason == "unmatched" and not (excluded and _names_any(u.ref, excluded))
+    ]
     for group in _grouped(unmatched):
         first = group[0]
         yield Violation(
@@ -235,3 +241,30 @@ def unowned_model_call(subject: Subject) -> Iterator[Violation]:
             "that their owner did not record)",
             places(subject, entry.locations, leave_out=entry.locations[0]),
         )
+
+
+def _excluded_call_ids(subject: Subject) -> set[str]:
+    """The ids of model calls the build left out because they break their schema.
+
+    A reference to such a call resolves to nothing only because of that damage, which the
+    schema rule reports (and for which NeMo Gym rejects the whole section); saying it matches no
+    call would name the wrong cause.
+    """
+    ids: set[str] = set()
+    for pointer in subject.build.evidence.excluded:
+        if pointer.startswith(("/ng_trajectory/model_calls/", "/ng_model_call_capture/calls/")):
+            item = resolve(subject.row, pointer, None)
+            if isinstance(item, dict):
+                meta = item.get("response_metadata")
+                for value in (
+                    item.get("model_call_id"),
+                    item.get("response_id"),
+                    meta.get("response_id") if isinstance(meta, dict) else None,
+                ):
+                    if isinstance(value, str) and value:
+                        ids.add(value)
+    return ids
+
+
+def _names_any(ref: object, ids: set[str]) -> bool:
+    return isinstance(ref, dict) and (ref.get("model_call_id") in ids or ref.get("response_id") in ids)

@@ -13,7 +13,7 @@ from typing import Any
 from trajlint.check.rule import Violation, row_rule
 from trajlint.check.rules._cite import places
 from trajlint.check.subject import Subject
-from trajlint.pointer import child
+from trajlint.pointer import child, resolve
 from trajlint.row import walk
 
 
@@ -195,6 +195,8 @@ def _named_invocations(subject: Subject) -> Iterator[tuple[str, str, str]]:
 
 @row_rule("unknown-invocation", reads=["row"])
 def unknown_invocation(subject: Subject) -> Iterator[Violation]:
+    if _invocations_damaged(subject):
+        return  # a name may be that of a record the schema rules report: the one cause is theirs
     known = _known_invocations(subject)
     unknown: dict[str, list[tuple[str, str]]] = {}
     for ptr, invocation_id, what in _named_invocations(subject):
@@ -213,3 +215,19 @@ def unknown_invocation(subject: Subject) -> Iterator[Violation]:
             f"{held}); such tool calls, compactions and turns cannot be attributed to an agent",
             places(subject, (p for p, _ in uses), leave_out=ptr),
         )
+
+
+_NOT_INVOCATIONS = frozenset({"tool_call", "context_compaction", "sandbox"})
+
+
+def _invocations_damaged(subject: Subject) -> bool:
+    """Whether the build left out an invocation, or a record that may have been one (its kind is
+    missing or unknown), because it breaks its schema."""
+    for pointer in subject.build.evidence.excluded:
+        if pointer.startswith("/ng_trajectory/invocations/"):
+            return True
+        if pointer.startswith("/ng_agent_observations/records/"):
+            record = resolve(subject.row, pointer, None)
+            if not isinstance(record, dict) or record.get("kind") not in _NOT_INVOCATIONS:
+                return True
+    return False
