@@ -113,15 +113,19 @@ def response_has_content(response: Any) -> bool:
     return False
 
 
-def turn_says_something(view: HealthView, turn: dict[str, Any]) -> bool:
-    """The turn, or the response of a call it references, holds a message, reasoning or tool call.
+def turn_says_something(view: HealthView, turn: dict[str, Any], *, recorded: bool = False) -> bool:
+    """The turn holds a message, reasoning or tool call; unless the turn is `recorded`, the
+    response of a call it references counts too.
 
-    A stated turn NeMo Gym 0.7.0 left hollow on an Anthropic Messages call is judged by that
-    call's response, which trajlint reads.
+    A recorded turn (the row's stated trajectory) is what training reads, so it is judged as it
+    stands, as NeMo Gym judges it. A turn trajlint built from the evidence is judged by the calls
+    behind it, whatever their dialect.
     """
     answer = turn["answer"]
     if says_something(answer) or says_something(turn["reasoning_content"]) or has_tool_call(answer):
         return True
+    if recorded:
+        return False
     for ref in turn["model_calls"]:
         for entry in view.index.match(ref) or ():
             call = view.calls[entry.index]
@@ -236,8 +240,9 @@ def failure_text(meta: dict[str, Any]) -> str:
 
 
 def _missing_turns(view: HealthView) -> Iterator[HealthFinding]:
+    recorded = view.build.stated
     for turn in view.turns:
-        if any(_usable(ref) for ref in turn["model_calls"]) or turn_says_something(view, turn):
+        if any(_usable(ref) for ref in turn["model_calls"]) or turn_says_something(view, turn, recorded=recorded):
             return
     how_many = len(view.turns)
     yield HealthFinding(
@@ -258,16 +263,26 @@ def _usable(ref: Any) -> bool:
 
 def _hollow(view: HealthView) -> Iterator[HealthFinding]:
     pointers = None
+    recorded = view.build.stated
     for position, turn in enumerate(view.turns):
-        if turn_says_something(view, turn):
+        if turn_says_something(view, turn, recorded=recorded):
             continue
         pointers = pointers or turn_pointers(view)
         number = turn["turn_no"] if turn["turn_no"] is not None else position
+        name = f"turn {turn['invocation_id']!r}#{number}"
+        if not recorded:
+            message = f"{name} has no message, reasoning or tool call, and no response of a call it references has any"
+        elif turn_says_something(view, turn):
+            message = (
+                f"{name} has no message, reasoning or tool call in the recorded trajectory, which training "
+                "reads, though the response of a call it references has one (trajectory-drift compares them)"
+            )
+        else:
+            message = f"{name} has no message, reasoning or tool call, and no response of a call it references has any"
         yield HealthFinding(
             HOLLOW_TURN,
             pointers[position] if position < len(pointers) else "",
-            f"turn {turn['invocation_id']!r}#{number} has no message, reasoning or tool call, and no "
-            "response of a call it references has any",
+            message,
             {"turn": number},
             {"reason": "agent turn has no message or tool calls"},
         )
