@@ -78,6 +78,7 @@ class Finding:
             "related": [loc.to_dict() for loc in self.related],
             "rollout": self.rollout.to_dict() if self.rollout else None,
             "fingerprint": self.fingerprint,
+            "availability": self.availability,
         }
 
 

@@ -27,7 +27,17 @@ PYPROJECT = "pyproject.toml"
 TRAJLINT_TOML = "trajlint.toml"
 
 _LISTS = ("select", "extend-select", "ignore")
-KEYS = (*_LISTS, "severity", "per-file-ignores", "profile", "fail-level", "max-row-bytes", "jobs", "baseline")
+KEYS = (
+    *_LISTS,
+    "severity",
+    "per-file-ignores",
+    "profile",
+    "fail-level",
+    "max-row-bytes",
+    "jobs",
+    "baseline",
+    "show-availability",
+)
 
 
 class ConfigError(ValueError):
@@ -119,6 +129,8 @@ def _check(key: str, value: Any) -> str | None:
         return None if ok else f"must be a number of processes (0: one per usable core), not {value!r}"
     if key == "baseline":
         return None if isinstance(value, str) and value else "must be the path of a baseline file"
+    if key == "show-availability":
+        return None if isinstance(value, bool) else f"must be true or false, not {value!r}"
     raise AssertionError(key)
 
 
@@ -176,6 +188,7 @@ def resolve(config: FileConfig, overrides: Mapping[str, Any]) -> dict[str, Setti
         "max-row-bytes": DEFAULT_MAX_ROW_BYTES,
         "jobs": 0,
         "baseline": None,
+        "show-availability": False,
     }
     settings: dict[str, Setting] = {}
     for key, default in defaults.items():
