@@ -221,8 +221,11 @@ def test_statistics_text_and_json():
         key=lambda row: (-row["count"], row["code"]),
     )
     by_rule, health = invoke("check", "--statistics", str(EXAMPLES)).output.split("\n\n")
-    text = by_rule.splitlines()
+    *text, hidden = by_rule.splitlines()
     assert [line.split() for line in text] == [[str(r["count"]), r["code"], r["name"]] for r in expected]
+    # What the counts leave out is said, as the summary line says it.
+    assert doc["summary"]["hidden"] == {"availability": 1}
+    assert hidden == "(1 availability note not shown; --show-availability shows them)"
     assert health.startswith("Rollout health: 13 rollouts, ")
     assert "2  TL002  invalid-json" in text
     rows = json.loads(invoke("check", "--statistics", "--output-format", "json", str(EXAMPLES)).output)

@@ -188,7 +188,7 @@ def test_sarif_levels_and_the_result_cap():
     ]
     (note,) = run["invocations"][0]["toolExecutionNotifications"]
     assert note["message"]["text"].startswith("2 of 4 findings were left out")
-    assert run["properties"] == {"findings": 4, "leftOut": 2}
+    assert run["properties"] == {"findings": 4, "leftOut": 2, "availabilityNotShown": 0}
     full = sarif.sarif_log(_report(findings))["runs"][0]
     assert [r["level"] for r in full["results"]] == ["note", "warning", "error", "note"]
     assert "toolExecutionNotifications" not in full["invocations"][0]

@@ -25,7 +25,8 @@ def _codes(row: dict, tmp_path: Path) -> list[str]:
     path.write_bytes(orjson.dumps(row) + b"\n")
     result = CliRunner().invoke(main, ["check", "--isolated", "--exit-zero", "--output-format", "json", str(path)])
     assert result.exit_code == 0, result.output
-    return sorted(f["code"] for f in json.loads(result.stdout)["findings"] if f["severity"] != "info")
+    # Health findings judge the rollout, not the file's shape (this row's recorded turns are hollow).
+    return sorted(f["code"] for f in json.loads(result.stdout)["findings"] if f["severity"] != "info" and not f["code"].startswith("TL6"))
 
 
 def test_the_base_row_is_clean(tmp_path):

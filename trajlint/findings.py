@@ -58,6 +58,10 @@ class Finding:
     related: tuple[Location, ...] = ()
     rollout: Rollout | None = None
     fingerprint: str = field(default="", compare=False)
+    #: The finding only restates which evidence the producer cannot observe (an observation gap
+    #: its harness always records, say): nothing a user can act on, on nearly every row of such
+    #: data. Reports count it and list it only when asked (`--show-availability`).
+    availability: bool = False
 
     def sort_key(self) -> tuple[str, int, str, str, str]:
         return (self.path, self.line, self.pointer, self.code, self.message)
@@ -74,6 +78,7 @@ class Finding:
             "related": [loc.to_dict() for loc in self.related],
             "rollout": self.rollout.to_dict() if self.rollout else None,
             "fingerprint": self.fingerprint,
+            "availability": self.availability,
         }
 
 

@@ -3,7 +3,8 @@
 Each entry holds what a user reads about a rule (code, name, default severity, summary,
 rationale) and the example rows that show it failing and passing; the test suite runs every
 example. The catalog is the source of truth for codes and severities; implementations only
-name the rule they check.
+name the rule they check. `observation-gap` also keeps its table of NeMo Gym gap codes here
+(`[[gap]]`), so that what `trajlint rule` shows is what the rule applies.
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ FAMILIES: dict[str, str] = {
 
 _CODE = re.compile(r"TL[0-9]{3}")
 _NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
-_ENTRY_KEYS = {"code", "name", "severity", "summary", "rationale", "example"}
+_GAP = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*")
+_ENTRY_KEYS = {"code", "name", "severity", "summary", "rationale", "example", "gap"}
 _EXAMPLE_KEYS = {"expect", "description", "jsonl", "filename", "missing", "max_row_bytes"}
+_GAP_KEYS = {"code", "severity", "availability", "meaning"}
 
 
 class CatalogError(ValueError):
@@ -49,6 +52,21 @@ class Example:
 
 
 @dataclass(frozen=True, slots=True)
+class GapCode:
+    """A NeMo Gym observation-gap code that `observation-gap` knows: how it weighs and what it means.
+
+    `availability` marks a note that only says which evidence the producer cannot observe (its
+    harness never records it, or the run was configured without it): an info a user cannot act
+    on, on nearly every row of such runs, so reports count it but list it only on request.
+    """
+
+    code: str
+    severity: str  # "warning" or "info"
+    meaning: str
+    availability: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Entry:
     code: str
     name: str
@@ -57,6 +75,8 @@ class Entry:
     rationale: str
     examples: tuple[Example, ...]
     source: str
+    #: The gap codes the rule knows, in catalog order (`[[gap]]`; only `observation-gap` has them).
+    gaps: tuple[GapCode, ...] = ()
 
     @property
     def family(self) -> str:
@@ -83,6 +103,29 @@ def _example(path: Path, raw: object) -> Example:
         missing=bool(raw.get("missing", False)),
         max_row_bytes=raw.get("max_row_bytes"),
     )
+
+
+def _gaps(path: Path, raw: object) -> tuple[GapCode, ...]:
+    if not isinstance(raw, list):
+        raise _fail(path, "`gap` must be an array of tables ([[gap]])")
+    gaps: dict[str, GapCode] = {}
+    for item in raw:
+        if not isinstance(item, dict) or item.keys() - _GAP_KEYS:
+            raise _fail(path, f"a gap has unknown keys or is not a table: {item!r}")
+        code, severity, meaning = item.get("code"), item.get("severity"), item.get("meaning")
+        availability = item.get("availability", False)
+        if not isinstance(code, str) or not _GAP.fullmatch(code):
+            raise _fail(path, f"bad gap code {code!r} (snake_case)")
+        if code in gaps:
+            raise _fail(path, f"gap code {code} is listed twice")
+        if severity not in ("warning", "info"):
+            raise _fail(path, f"gap {code}: severity must be warning or info")
+        if not isinstance(meaning, str) or not meaning.strip():
+            raise _fail(path, f"gap {code}: `meaning` must be a non-empty string")
+        if not isinstance(availability, bool) or (availability and severity != "info"):
+            raise _fail(path, f"gap {code}: `availability` is true or false, and true only for an info")
+        gaps[code] = GapCode(code, severity, " ".join(meaning.split()), availability)
+    return tuple(gaps.values())
 
 
 def load_entry(path: Path) -> Entry:
@@ -113,6 +156,7 @@ def load_entry(path: Path) -> Entry:
         rationale=data["rationale"].strip(),
         examples=examples,
         source=path.name,
+        gaps=_gaps(path, data["gap"]) if "gap" in data else (),
     )
 
 

@@ -337,6 +337,7 @@ def _finding(
         related=tuple(sorted(violation.related, key=lambda loc: (loc.path, loc.line, loc.pointer))),
         rollout=rollout,
         fingerprint=fingerprint(spec.code, violation.pointer, rollout, path, content),
+        availability=violation.availability,
     )
 
 

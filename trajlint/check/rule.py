@@ -30,13 +30,16 @@ class Violation:
 
     `severity` is for rules whose findings differ in weight (drift in the set of turns against
     drift in one turn's content); None means the rule's own. A severity the user or a profile
-    sets for the rule overrides it for every finding of that rule.
+    sets for the rule overrides it for every finding of that rule. `availability` marks a
+    finding that only restates which evidence the producer cannot observe (see
+    `Finding.availability`).
     """
 
     pointer: str
     message: str
     related: tuple[Location, ...] = ()
     severity: str | None = None
+    availability: bool = False
 
 
 class _Unobserved:

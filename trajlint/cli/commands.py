@@ -130,6 +130,12 @@ def _lint(options: dict[str, Any]) -> Any:
 )
 @click.option("-q", "--quiet", is_flag=True, help="Show only the summary on standard output (files are unchanged).")
 @click.option(
+    "--show-availability",
+    is_flag=True,
+    help="Also list availability findings: observation gaps that only say which evidence the producer "
+    "cannot observe. Without it they are counted in the summary but not listed, and never set the exit status.",
+)
+@click.option(
     "--baseline",
     metavar="FILE",
     help="Leave out the findings recorded in this baseline file (see `trajlint baseline`).",
@@ -151,6 +157,7 @@ def check(
     exit_zero: bool,
     statistics: bool,
     quiet: bool,
+    show_availability: bool,
     show_files: bool,
     baseline: str | None,
     health_report: str | None,
@@ -172,6 +179,7 @@ def check(
         exit_zero=exit_zero,
         statistics=statistics,
         quiet=quiet,
+        show_availability=show_availability,
         show_files=show_files,
         baseline=baseline,
         health_report=health_report,

@@ -28,7 +28,17 @@ TRAJLINT_TOML = "trajlint.toml"
 
 _LISTS = ("select", "extend-select", "ignore")
 KEYS = (
-    *_LISTS, "severity", "per-file-ignores", "profile", "fail-level", "max-row-bytes", "jobs", "baseline", "runs", "run-groups",
+    *_LISTS,
+    "severity",
+    "per-file-ignores",
+    "profile",
+    "fail-level",
+    "max-row-bytes",
+    "jobs",
+    "baseline",
+    "show-availability",
+    "runs",
+    "run-groups",
 )
 RUN_MODES = ("file", "directory", "all")
 
@@ -127,6 +137,8 @@ def _check(key: str, value: Any) -> str | None:
         return None if ok else f"must be one of {', '.join(RUN_MODES)}, not {value!r}"
     if key == "run-groups":
         return None if _strings(value) else "must be a list of globs (strings)"
+    if key == "show-availability":
+        return None if isinstance(value, bool) else f"must be true or false, not {value!r}"
     raise AssertionError(key)
 
 
@@ -186,6 +198,7 @@ def resolve(config: FileConfig, overrides: Mapping[str, Any]) -> dict[str, Setti
         "baseline": None,
         "runs": "file",
         "run-groups": [],
+        "show-availability": False,
     }
     settings: dict[str, Setting] = {}
     for key, default in defaults.items():

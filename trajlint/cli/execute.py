@@ -47,6 +47,7 @@ class CheckRequest:
     exit_zero: bool = False
     statistics: bool = False
     quiet: bool = False
+    show_availability: bool | None = None  # None: the configuration's, else off
     show_files: bool = False
     baseline: str | None = None
     health_report: str | None = None
@@ -64,7 +65,10 @@ def check(r: CheckRequest) -> int:
     from trajlint.report import write as report_outputs
     from trajlint.report.baseline import Baseline, BaselineError
 
-    settings, rules, ignores = _lint_setup(r.lint, {"fail-level": r.fail_level, "baseline": r.baseline})
+    settings, rules, ignores = _lint_setup(
+        r.lint,
+        {"fail-level": r.fail_level, "baseline": r.baseline, "show-availability": r.show_availability or None},
+    )
     try:
         known = Baseline.load(settings["baseline"].value) if settings["baseline"].value else None
     except BaselineError as exc:
@@ -110,6 +114,7 @@ def check(r: CheckRequest) -> int:
         root=os.getcwd(),
         baseline=baseline_use,
         health=health.report_numbers([h.summary for _, h in result.health]) if result.health is not None else None,
+        show_availability=settings["show-availability"].value,
     )
     if r.health_report is not None:
         try:
@@ -169,6 +174,7 @@ def record_baseline(lint: LintOptions, output: str | None) -> int:
     from trajlint.check import select as selection
     from trajlint.check.run import run
     from trajlint.report import baseline, formats
+    from trajlint.report import document as document_module
     from trajlint.report import write as report_outputs
 
     settings, rules, ignores = _lint_setup(lint, {})
@@ -180,7 +186,12 @@ def record_baseline(lint: LintOptions, output: str | None) -> int:
     result = _run(run, sources, rules, max_row_bytes=settings["max-row-bytes"].value, jobs=_jobs(settings))
     if result.internal_errors:
         raise Failure(f"{internal_error_line(result.findings, result.internal_errors)}; {path} was not written")
-    document = baseline.record(selection.drop_ignored(result.findings, ignores))
+    # The findings `check` would list with this configuration: a baseline of what it hides
+    # would suppress the very findings a later `--show-availability` asks to see.
+    listed, _ = document_module.listed(
+        selection.drop_ignored(result.findings, ignores), settings["show-availability"].value
+    )
+    document = baseline.record(listed)
     try:
         report_outputs.write_file(path, [baseline.dumps(document)])
     except OSError as exc:

@@ -45,6 +45,10 @@ class Finding(_Strict):
     fingerprint: str = Field(
         description="Stable across runs: a hash of rollout identity, code and pointer (never the line number)."
     )
+    availability: bool = Field(
+        description="The finding only says which evidence the producer cannot observe (an observation gap "
+        "its harness always records, say). Such findings are listed only with --show-availability."
+    )
 
 
 class RuleCount(_Strict):
@@ -74,6 +78,15 @@ class BaselineUse(_Strict):
     suppressed: int = Field(ge=0, description="Findings the baseline covers, left out of `findings`.")
     stale: int = Field(
         ge=0, description="Recorded findings that no longer occur: the baseline can shrink by this many."
+    )
+
+
+class Hidden(_Strict):
+    """Findings the run found but this report does not list (nor count in `findings`, `by_severity`, `by_rule`)."""
+
+    availability: int = Field(
+        ge=0,
+        description="Availability findings (`availability` true) left out; --show-availability lists them.",
     )
 
 
@@ -116,6 +129,7 @@ class Summary(_Strict):
     rules: dict[str, RuleCoverage] = Field(description="Coverage of every rule that was run, keyed by code.")
     internal_errors: int = Field(ge=0, description="Rule failures (bugs in trajlint); any makes the exit status 2.")
     baseline: BaselineUse | None = Field(description="The baseline applied (`--baseline`), or null.")
+    hidden: Hidden
     health: HealthSummary | None = Field(description="Rollout health (the TL6xx rules), or null when no health rule ran.")
 
 

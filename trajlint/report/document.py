@@ -121,8 +121,10 @@ def summary(
     findings: Sequence[Finding] | None = None,
     baseline: dict[str, Any] | None = None,
     health: dict[str, Any] | None = None,
+    hidden: int = 0,
 ) -> dict[str, Any]:
-    """Counts for `findings` (default: all of the result's), the run's coverage, and rollout health."""
+    """Counts for `findings` (default: all of the result's), the run's coverage, and rollout health;
+    `hidden` availability findings were left out of `findings`."""
     findings = result.findings if findings is None else findings
     by_severity = Counter(f.severity for f in findings)
     by_rule: dict[str, dict[str, Any]] = {}
@@ -147,8 +149,17 @@ def summary(
         },
         "internal_errors": result.internal_errors,
         "baseline": baseline,
+        "hidden": {"availability": hidden},
         "health": health,
     }
+
+
+def listed(findings: Sequence[Finding], show_availability: bool) -> tuple[Sequence[Finding], int]:
+    """(the findings a report lists, how many availability findings it leaves out)."""
+    if show_availability:
+        return findings, 0
+    kept = [f for f in findings if not f.availability]
+    return kept, len(findings) - len(kept)
 
 
 def build(
@@ -160,12 +171,18 @@ def build(
     root: str = ".",
     baseline: dict[str, Any] | None = None,
     health: dict[str, Any] | None = None,
+    show_availability: bool = False,
 ) -> Report:
-    """The plain data every format renders: the findings that are reported and their summary."""
-    findings = result.findings if findings is None else findings
+    """The plain data every format renders: the findings that are reported and their summary.
+
+    Availability findings (`Finding.availability`) are left out unless `show_availability`, and
+    counted in `summary["hidden"]`: every format then lists the same findings, and the exit
+    status, which is judged on the reported findings, never rests on one the user did not see.
+    """
+    findings, hidden = listed(result.findings if findings is None else findings, show_availability)
     return Report(
         findings=findings,
-        summary=summary(result, findings, baseline, health),
+        summary=summary(result, findings, baseline, health, hidden),
         rules=rule_infos(specs),
         files=tuple(files),
         root=root,

@@ -33,6 +33,7 @@ def explain(spec: Any, output_format: str) -> str:
         f"Reads: {reads} · Implemented in: {implemented['module']}\n\n",
         f"## What it checks\n\n{entry.summary}\n\n",
         f"## Why\n\n{entry.rationale}\n\n",
+        *_gap_table(entry.gaps),
     ]
     for example in entry.examples:
         title = "Fails" if example.expect == "fail" else "Passes"
@@ -40,6 +41,28 @@ def explain(spec: Any, output_format: str) -> str:
         body = "(the file does not exist)" if example.missing else example.jsonl.rstrip("\n")
         parts.append(f"```jsonl\n{body}\n```\n\n")
     return "".join(parts)
+
+
+_GAP_GROUPS = (
+    ("Warning", lambda g: g.severity == "warning"),
+    ("Info", lambda g: g.severity == "info" and not g.availability),
+    ("Info, availability (counted; listed only with --show-availability)", lambda g: g.availability),
+)
+
+
+def _gap_table(gaps: Iterable[Any]) -> list[str]:
+    """The rule's gap codes (only `observation-gap` has them), grouped by how they are reported."""
+    gaps = sorted(gaps, key=lambda g: g.code)
+    if not gaps:
+        return []
+    parts = [f"## Gap codes ({len(gaps)})\n\n"]
+    for title, belongs in _GAP_GROUPS:
+        group = [g for g in gaps if belongs(g)]
+        if group:
+            parts.append(f"### {title}\n\n")
+            parts.extend(f"- `{g.code}`: {g.meaning}\n" for g in group)
+            parts.append("\n")
+    return parts
 
 
 def _implemented(spec: Any) -> dict[str, Any]:
@@ -67,4 +90,9 @@ def _rule_dict(entry: Any, *, full: bool) -> dict[str, Any]:
             {"expect": e.expect, "description": e.description, "jsonl": e.jsonl, "missing": e.missing}
             for e in entry.examples
         ]
+        if entry.gaps:
+            data["gaps"] = [
+                {"code": g.code, "severity": g.severity, "availability": g.availability, "meaning": g.meaning}
+                for g in entry.gaps
+            ]
     return data

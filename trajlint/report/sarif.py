@@ -80,6 +80,8 @@ def _result(report: Report, f: Finding, rule_index: dict[str, int]) -> dict[str,
     if f.fingerprint:
         result["partialFingerprints"] = {FINGERPRINT_KEY: f.fingerprint}
     properties: dict[str, Any] = {"name": f.name, "severity": f.severity, "pointer": f.pointer}
+    if f.availability:
+        properties["availability"] = True
     if f.rollout is not None:
         properties["rollout"] = f.rollout.to_dict()
     result["properties"] = properties
@@ -143,7 +145,11 @@ def sarif_log(report: Report, limit: int = MAX_RESULTS) -> dict[str, Any]:
         },
         "invocations": [invocation],
         "results": [_result(report, f, rule_index) for f in shown],
-        "properties": {"findings": len(report.findings), "leftOut": left_out},
+        "properties": {
+            "findings": len(report.findings),
+            "leftOut": left_out,
+            "availabilityNotShown": (report.summary.get("hidden") or {}).get("availability", 0),
+        },
     }
     return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
 

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from trajlint.report.document import Report
-from trajlint.report.text import summary_line
+from trajlint.report.text import not_listed, summary_line
 
 
 def counts(report: Report) -> list[dict[str, Any]]:
@@ -27,6 +27,8 @@ def render_text(report: Report) -> Iterator[str]:
         width = max(len(f"{row['count']:,}") for row in rows)
         for row in rows:
             yield f"{row['count']:>{width},}  {row['code']}  {row['name']}\n"
+        for note in not_listed(report.summary):  # the summary line says these when no row is shown
+            yield f"({note})\n"
     health = report.summary.get("health")
     if health:
         yield "\n"

@@ -27,10 +27,22 @@ def finding_line(f: Finding) -> str:
     return f"{place(f.path, f.line)}: {f.code} {f.name} {f.message}{tail}"
 
 
+def not_listed(summary: dict[str, Any]) -> list[str]:
+    """What the summary counts but the report does not list: baseline and availability findings."""
+    notes = []
+    baseline = summary.get("baseline") or {}
+    if baseline.get("suppressed"):
+        notes.append(f"{baseline['suppressed']:,} more in the baseline")
+    hidden = (summary.get("hidden") or {}).get("availability", 0)
+    if hidden:
+        notes.append(f"{_plural(hidden, 'availability note')} not shown; --show-availability shows them")
+    return notes
+
+
 def summary_line(summary: dict[str, Any]) -> str:
     rows, files = _plural(summary["rows"], "row"), _plural(summary["files"], "file")
-    baseline = summary.get("baseline") or {}
-    known = f" ({baseline['suppressed']:,} more in the baseline)" if baseline.get("suppressed") else ""
+    notes = not_listed(summary)
+    known = f" ({'; '.join(notes)})" if notes else ""
     if not summary["findings"]:
         return f"All checks passed: {rows} in {files}{known}."
     sev = summary["by_severity"]

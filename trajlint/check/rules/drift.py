@@ -9,10 +9,13 @@ to `compaction-call-as-turn` / `verifier-call-as-turn`, a reference that matches
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import cache
 from typing import Any
 
 from trajlint.builder.dialects import turn_content
 from trajlint.builder.ledger import AGENT_KINDS, OUTCOME_TURN, TURN, CallEntry, Claim, call_label
+from trajlint.check import catalog
+from trajlint.check.catalog import GapCode
 from trajlint.check.claims import first_claims, owner_text
 from trajlint.check.rule import Violation, row_rule
 from trajlint.check.rules._cite import cite, places
@@ -206,48 +209,12 @@ def trajectory_drift(subject: Subject) -> Iterator[Violation]:
 
 # -- gaps --------------------------------------------------------------------------------------
 
-#: Gap codes that say two pieces of evidence disagree, or that evidence was rejected or lost:
-#: a warning. Every other code (availability: `*_unavailable`, `*_missing`, `no_sandbox_runtime`,
-#: `multimodal_history_redacted`, and any code trajlint does not know) is information.
-WARNING_GAPS: dict[str, str] = {
-    "model_call_reference_conflict": "a call is claimed by two invocations, or a compaction names another invocation's call",
-    "model_call_reference_ambiguous": "a reference matches several captured calls",
-    "model_call_reference_unmatched": "a reference matches no captured call",
-    "compaction_model_call_match_ambiguous": "several calls could be the compaction's helper",
-    "model_response_id_reused": "the backend reused a response id",
-    "conflicting_subagent_parent": "the evidence names different parents for a subagent",
-    "cyclic_subagent_parent": "subagent parents would form a cycle",
-    "subagent_parent_ambiguous": "a subagent's parent is ambiguous",
-    "subagent_spawn_ambiguous": "the spawning tool call is ambiguous",
-    "tool_call_identity_ambiguous": "a tool call id is ambiguous",
-    "ambiguous_tool_artifact": "tool evidence was duplicated",
-    "duplicate_tool_call": "the same tool call was observed twice",
-    "tool_timing_invalid": "a tool call ended before it started",
-    "trajectory_projection_failed": "NeMo Gym could not build the trajectory",
-    "producer_trajectory_invalid": "the agent's own trajectory failed validation and was dropped",
-    "producer_trajectory_identity_mismatch": "the agent's trajectory named another rollout",
-    "agent_observations_invalid": "the observation bundle failed validation and was dropped",
-    "agent_observation_join_failed": "joining observations to the capture failed",
-    "compaction_model_call_join_failed": "associating compaction helper calls failed",
-    "model_call_capture_gap_invalid": "a capture gap was malformed",
-    "model_call_capture_incomplete": "a capture write failed; calls may be missing",
-    "model_call_capture_records_unreadable": "some captured calls could not be read",
-    "model_call_capture_unreadable": "the capture store could not be read",
-    "observation_capture_failed": "the agent's observation collection failed",
-    "observation_parse_failed": "the harness artifact could not be parsed",
-}
 
-INFO_GAPS: dict[str, str] = {
-    "model_call_ownership_unavailable": "a captured call (or compaction helper) is owned by no invocation",
-    "model_calls_unavailable": "the trajectory has no model calls",
-    "turns_unavailable": "no turns could be observed",
-    "conversation_unavailable": "no invocation has a conversation",
-    "model_call_capture_no_records": "capture was on but recorded nothing for this rollout",
-    "model_call_reference_unavailable": "a turn's response had no id, so no call reference",
-    "resolution_unavailable": "the verifier result had no boolean `resolved`",
-    "multimodal_history_redacted": "image history was redacted; payload copies are omitted",
-    "no_sandbox_runtime": "the agent ran without a sandbox runtime",
-}
+@cache
+def gap_codes() -> dict[str, GapCode]:
+    """The gap codes `observation-gap` knows, from its catalog entry (`[[gap]]`)."""
+    entry = next(e for e in catalog.packaged().values() if e.name == "observation-gap")
+    return {gap.code: gap for gap in entry.gaps}
 
 
 def _gap_key(gap: dict[str, Any]) -> tuple[Any, Any, Any]:
@@ -258,8 +225,10 @@ def _gap_key(gap: dict[str, Any]) -> tuple[Any, Any, Any]:
 def _gap_text(code: str, invocation_id: Any, detail: Any) -> str:
     where = f" for invocation {invocation_id!r}" if isinstance(invocation_id, str) else ""
     said = f" ({detail})" if isinstance(detail, str) and detail else ""
-    meaning = WARNING_GAPS.get(code) or INFO_GAPS.get(code)
-    if meaning is None:
+    known = gap_codes().get(code)
+    if known is not None:
+        meaning = known.meaning
+    else:
         meaning = "reported by the producer" if code.endswith(("_unavailable", "_missing")) else "a code trajlint does not know"
     return f"gap `{code}`{where}{said}: {meaning}"
 
@@ -271,12 +240,17 @@ def observation_gap(subject: Subject) -> Iterator[Violation]:
     for ptr, gap in walk.gaps(subject):
         if isinstance(gap.get("code"), str):
             seen.setdefault(_gap_key(gap), []).append(ptr)
+    known = gap_codes()
     for (code, invocation_id, detail), pointers in seen.items():
+        entry = known.get(code)
         yield Violation(
             pointers[0],
             f"NeMo Gym {_gap_text(code, invocation_id, detail)}",
             places(subject, pointers, leave_out=pointers[0]),
-            severity="warning" if code in WARNING_GAPS else "info",
+            # A code trajlint does not know is listed: it may be news, and only the table can
+            # say that a gap is one a user cannot act on.
+            severity=entry.severity if entry is not None else "info",
+            availability=entry is not None and entry.availability,
         )
 
 

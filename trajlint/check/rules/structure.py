@@ -228,6 +228,7 @@ def _invocations_damaged(subject: Subject) -> bool:
             return True
         if pointer.startswith("/ng_agent_observations/records/"):
             record = resolve(subject.row, pointer, None)
-            if not isinstance(record, dict) or record.get("kind") not in _NOT_INVOCATIONS:
+            kind = record.get("kind") if isinstance(record, dict) else None
+            if not isinstance(kind, str) or kind not in _NOT_INVOCATIONS:  # a kind may be any JSON value
                 return True
     return False
