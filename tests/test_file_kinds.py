@@ -340,6 +340,53 @@ def test_a_reward_profile_and_other_data_get_the_input_rules_only(write_jsonl, r
 # -- the command line and the configuration --------------------------------------------------------
 
 
+def _lint(*args: str) -> tuple[int, dict]:
+    result = CliRunner().invoke(main, ["check", "--output-format", "json", *args], catch_exceptions=False)
+    return result.exit_code, json.loads(result.stdout) if result.stdout.startswith("{") else {}
+
+
+def _codes(report: dict) -> collections.Counter:
+    return collections.Counter(f["code"] for f in report["findings"])
+
+
+def test_file_kind_option(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    materialized = REAL / "v0.3.0" / "resources_servers__blackjack__data__example_rollouts_materialized_inputs.jsonl"
+    (tmp_path / "run_materialized_inputs.jsonl").write_bytes(materialized.read_bytes())
+    code, report = _lint("--isolated", ".")
+    assert code == 0 and _codes(report) == {"TL007": 1}
+    code, report = _lint("--isolated", "--file-kind", "rollouts", ".")
+    assert code == 1 and "TL007" not in _codes(report) and _codes(report)["TL101"] == 5
+    code, report = _lint("--isolated", "--file-kind", "task-dataset", ".")
+    assert "set by `--file-kind`" in report["findings"][0]["message"]
+    assert CliRunner().invoke(main, ["check", "--isolated", "--file-kind", "other", "."]).exit_code == 2
+
+
+def test_file_kind_configuration(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "run_materialized_inputs.jsonl").write_text('{"responses_create_params": {}, "_ng_task_index": 0, "_ng_rollout_index": 0}\n')
+    (tmp_path / "example.jsonl").write_text('{"responses_create_params": {}}\n')
+    config = tmp_path / "trajlint.toml"
+    config.write_text('file-kinds = { "example.jsonl" = "rollouts" }\n')
+    _, report = _lint(".")
+    assert {(f["path"], f["code"]) for f in report["findings"]} >= {("example.jsonl", "TL101"), ("run_materialized_inputs.jsonl", "TL007")}
+    config.write_text('file-kind = "rollouts"\nfile-kinds = { "example.jsonl" = "task-dataset" }\n')
+    _, report = _lint(".")
+    assert "TL007" not in _codes(report)  # one kind for every file wins over the globs
+    _, report = _lint("--file-kind", "auto", ".")  # ... and the command line over the file
+    assert [f["message"].split(":")[1].strip() for f in report["findings"] if f["code"] == "TL007"] == [
+        "set by `file-kinds` in trajlint.toml ('example.jsonl'); its rows are checked as task inputs (task-input-schema); `--file-kind rollouts` lints it as rollouts",
+        "its name ends in `_materialized_inputs`; its rows are checked as task inputs (task-input-schema); `--file-kind rollouts` lints it as rollouts",
+    ]
+    settings = CliRunner().invoke(main, ["check", "--show-settings", "."]).output
+    assert 'file-kind = "rollouts"  # ' in settings and 'file-kinds = { "example.jsonl" = "task-dataset" }' in settings
+    for bad, said in [('file-kind = "other"', "file-kind: must be one of"), ('file-kinds = ["*"]', "file-kinds: must be a table"),
+                      ('file-kinds = { "*" = "rollout" }', "'*' must be one of")]:
+        config.write_text(bad + "\n")
+        result = CliRunner().invoke(main, ["check", "."])
+        assert result.exit_code == 2 and said in result.output, result.output
+
+
 def test_rule_doc_names_the_kinds_and_an_example_file_name():
     explained = CliRunner().invoke(main, ["rule", "TL106"]).output
     assert "Checks: materialized-inputs files, task-dataset files" in explained

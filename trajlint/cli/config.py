@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trajlint.check.kinds import AUTO, CHOICES
 from trajlint.check.select import DEFAULT_PROFILE, PROFILES
 from trajlint.findings import SEVERITIES
 from trajlint.read import DEFAULT_MAX_ROW_BYTES
@@ -27,7 +28,18 @@ PYPROJECT = "pyproject.toml"
 TRAJLINT_TOML = "trajlint.toml"
 
 _LISTS = ("select", "extend-select", "ignore")
-KEYS = (*_LISTS, "severity", "per-file-ignores", "profile", "fail-level", "max-row-bytes", "jobs", "baseline")
+KEYS = (
+    *_LISTS,
+    "severity",
+    "per-file-ignores",
+    "profile",
+    "fail-level",
+    "max-row-bytes",
+    "jobs",
+    "baseline",
+    "file-kind",
+    "file-kinds",
+)
 
 
 class ConfigError(ValueError):
@@ -119,6 +131,14 @@ def _check(key: str, value: Any) -> str | None:
         return None if ok else f"must be a number of processes (0: one per usable core), not {value!r}"
     if key == "baseline":
         return None if isinstance(value, str) and value else "must be the path of a baseline file"
+    if key == "file-kind":
+        ok = isinstance(value, str) and value in CHOICES
+        return None if ok else f"must be one of {', '.join(CHOICES)}, not {value!r}"
+    if key == "file-kinds":
+        if not isinstance(value, dict):
+            return f"must be a table of glob = {' | '.join(CHOICES)}"
+        bad = next((k for k, v in value.items() if not (isinstance(v, str) and v in CHOICES)), None)
+        return None if bad is None else f"{bad!r} must be one of {', '.join(CHOICES)}, not {value[bad]!r}"
     raise AssertionError(key)
 
 
@@ -176,6 +196,8 @@ def resolve(config: FileConfig, overrides: Mapping[str, Any]) -> dict[str, Setti
         "max-row-bytes": DEFAULT_MAX_ROW_BYTES,
         "jobs": 0,
         "baseline": None,
+        "file-kind": AUTO,
+        "file-kinds": {},
     }
     settings: dict[str, Setting] = {}
     for key, default in defaults.items():

@@ -31,6 +31,7 @@ class LintOptions:
     profile: str | None = None
     max_row_bytes: int | None = None
     jobs: int | None = None
+    file_kind: str | None = None
     show_settings: bool = False
 
 
@@ -62,7 +63,7 @@ def check(r: CheckRequest) -> int:
     from trajlint.report import write as report_outputs
     from trajlint.report.baseline import Baseline, BaselineError
 
-    _, settings, rules, ignores = _lint_setup(r.lint, {"fail-level": r.fail_level, "baseline": r.baseline})
+    found, settings, rules, ignores = _lint_setup(r.lint, {"fail-level": r.fail_level, "baseline": r.baseline})
     try:
         known = Baseline.load(settings["baseline"].value) if settings["baseline"].value else None
     except BaselineError as exc:
@@ -94,6 +95,7 @@ def check(r: CheckRequest) -> int:
         max_row_bytes=settings["max-row-bytes"].value,
         jobs=_jobs(settings),
         health_report=r.health_report is not None,
+        file_kinds=_file_kinds(found, settings),
     )
     health_summary = result.health.summary if result.health else None
     findings = selection.drop_ignored(result.findings, ignores)
@@ -163,13 +165,20 @@ def record_baseline(lint: LintOptions, output: str | None) -> int:
     from trajlint.report import baseline, formats
     from trajlint.report import write as report_outputs
 
-    _, settings, rules, ignores = _lint_setup(lint, {})
+    found, settings, rules, ignores = _lint_setup(lint, {})
     path = output or settings["baseline"].value or baseline.DEFAULT_PATH
     sources = _sources(lint.paths)
     problem = report_outputs.problem([formats.Output("json", path)], [s.path for s in sources])
     if problem:
         raise click.UsageError(problem)
-    result = _run(run, sources, rules, max_row_bytes=settings["max-row-bytes"].value, jobs=_jobs(settings))
+    result = _run(
+        run,
+        sources,
+        rules,
+        max_row_bytes=settings["max-row-bytes"].value,
+        jobs=_jobs(settings),
+        file_kinds=_file_kinds(found, settings),
+    )
     if result.internal_errors:
         raise Failure(f"{internal_error_line(result.findings, result.internal_errors)}; {path} was not written")
     document = baseline.record(selection.drop_ignored(result.findings, ignores))
@@ -252,6 +261,26 @@ def _run(run: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         raise Failure(str(exc)) from None
 
 
+def _file_kinds(found: Any, settings: dict[str, Any]) -> Any:
+    """The kinds of file the user gave (`--file-kind`, `file-kind`, `file-kinds`), with where each
+    came from as a finding names it."""
+    from trajlint.check.kinds import Given
+
+    def origin(key: str) -> str:
+        setting = settings[key]
+        if setting.origin.startswith("--"):
+            return f"`{setting.origin}`"
+        return f"`{key}` in {found.path.name if found.path is not None else 'the configuration'}"
+
+    return Given(
+        every=settings["file-kind"].value,
+        every_origin=origin("file-kind"),
+        patterns=tuple(settings["file-kinds"].value.items()),
+        base=found.directory,
+        patterns_origin=origin("file-kinds"),
+    )
+
+
 def _jobs(settings: dict[str, Any]) -> int:
     from trajlint.check.parallel import usable_cores
 
@@ -283,7 +312,14 @@ def _lint_setup(
     try:
         found = config.find(options.config_file, isolated=options.isolated)
         settings = config.resolve(
-            found, {"profile": options.profile, "max-row-bytes": options.max_row_bytes, "jobs": options.jobs, **overrides}
+            found,
+            {
+                "profile": options.profile,
+                "max-row-bytes": options.max_row_bytes,
+                "jobs": options.jobs,
+                "file-kind": options.file_kind,
+                **overrides,
+            },
         )
         every_rule = load_rules()
         layers = [
