@@ -696,3 +696,68 @@ def test_parse_never_raises_on_noise():
             assert result.message and (result.offset is None or 0 <= result.offset <= len(raw))
         else:
             assert result == orjson.loads(raw)
+
+
+# -- the head of a file or stream ------------------------------------------------------------------
+
+
+class _Trickle(io.BytesIO):
+    """A pipe that hands out a few bytes at a time."""
+
+    def read1(self, size: int = -1) -> bytes:
+        return super().read1(min(size if size >= 0 else 7, 7))
+
+    def read(self, size: int | None = -1) -> bytes:
+        return super().read(min(size if size is not None and size >= 0 else 7, 7))
+
+
+CONTENT = b'\n{"a": 1}\n  \n{"b": 2}\r\n{bad\n' + b'{"long": "' + b"y" * 300 + b'"}\n{"c": 3}\n{"d": 4}'
+
+
+@pytest.mark.parametrize("stream", [io.BytesIO, _Trickle])
+@pytest.mark.parametrize(("lines", "max_bytes", "max_row_bytes"), [(8, 10**6, 10**6), (2, 10**6, 10**6), (8, 40, 10**6), (8, 10**6, 100)])
+def test_head_is_the_same_from_a_file_and_a_stream_and_the_stream_reads_whole(tmp_path, stream, lines, max_bytes, max_row_bytes):
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(CONTENT)
+    from_file, same = read.head(Source(str(path)), max_row_bytes, lines=lines, max_bytes=max_bytes)
+    assert same == Source(str(path))
+    from_stream, replayed = read.head(Source("-", "", False, stream(CONTENT)), max_row_bytes, lines=lines, max_bytes=max_bytes)
+    assert [(line.number, line.raw) for line in from_stream] == [(line.number, line.raw) for line in from_file]
+    expected = [(1 + 1, b'{"a": 1}'), (4, b'{"b": 2}\r'), (5, b"{bad"), (7, b'{"c": 3}'), (8, b'{"d": 4}')]
+    if max_row_bytes == 100:
+        expected_head = expected[: lines - 1]  # the long line counts among the lines, unread
+    elif max_bytes == 40:
+        expected_head = expected[:3]  # what ends within the first 40 bytes
+    else:
+        expected_head = [*expected[:3], (6, b'{"long": "' + b"y" * 300 + b'"}'), *expected[3:]][:lines]
+    assert [(line.number, line.raw) for line in from_file] == expected_head
+    # What the check reads from the stream afterwards is the whole stream, from its start.
+    whole = list(Source("-", "", False, io.BytesIO(CONTENT)).lines(max_row_bytes))
+    assert list(replayed.lines(max_row_bytes)) == whole
+
+
+def test_head_of_compressed_broken_and_missing_files(tmp_path):
+    compressed = tmp_path / "rows.jsonl.gz"
+    compressed.write_bytes(gzip.compress(b'{"a": 1}\n{"b": 2}\n')[:-6])  # cut short: the lines before still count
+    lines, _ = read.head(Source(str(compressed)), 1000)
+    assert [line.raw for line in lines] == [b'{"a": 1}', b'{"b": 2}']
+    not_gzip = tmp_path / "plain.jsonl.gz"
+    not_gzip.write_bytes(b'{"a": 1}\n')
+    assert read.head(Source(str(not_gzip)), 1000)[0] == []
+    assert read.head(Source(str(tmp_path / "missing.jsonl")), 1000)[0] == []
+    whole = tmp_path / "row.json"
+    whole.write_bytes(b'{\n  "a": 1\n}\n')
+    assert [line.raw for line in read.head(Source(str(whole)), 1000)[0]] == [b'{\n  "a": 1\n}\n']
+    assert read.head(Source(str(whole)), 1000, max_bytes=5)[0] == []
+
+
+def test_head_holds_no_more_than_a_row_of_a_file(tmp_path):
+    path = write(tmp_path / "big.jsonl", b'{"pad": "' + b"x" * (20 << 20) + b'"}\n{"a": 1}\n')
+    tracemalloc.start()
+    try:
+        lines, _ = read.head(Source(str(path)), 1 << 20)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert lines == []  # the long line is not looked at, and nothing ends within the budget after it
+    assert peak < 4 << 20, f"peak {peak:,} bytes"

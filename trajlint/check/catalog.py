@@ -35,6 +35,8 @@ _GAP = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*")
 _ENTRY_KEYS = {"code", "name", "severity", "summary", "rationale", "example", "gap"}
 _EXAMPLE_KEYS = {"expect", "description", "jsonl", "filename", "missing", "max_row_bytes"}
 _GAP_KEYS = {"code", "severity", "availability", "meaning"}
+#: The name an example's file gets unless it gives one (a name can decide a file's kind).
+DEFAULT_FILENAME = "example.jsonl"
 
 
 class CatalogError(ValueError):
@@ -46,7 +48,7 @@ class Example:
     expect: str  # "fail" or "pass"
     description: str
     jsonl: str  # the file content the example is run on: one or more JSONL lines
-    filename: str = "example.jsonl"
+    filename: str = DEFAULT_FILENAME
     missing: bool = False  # the file is not created (for rules about unreadable paths)
     max_row_bytes: int | None = None  # run with this limit instead of the default
 
@@ -99,7 +101,7 @@ def _example(path: Path, raw: object) -> Example:
         expect=raw["expect"],
         description=str(raw.get("description", "")),
         jsonl=jsonl,
-        filename=str(raw.get("filename", "example.jsonl")),
+        filename=str(raw.get("filename", DEFAULT_FILENAME)),
         missing=bool(raw.get("missing", False)),
         max_row_bytes=raw.get("max_row_bytes"),
     )

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from trajlint.check.kinds import ROLLOUT_FILE, ROLLOUTS, FileKind
 from trajlint.check.registry import RuleSpec
 from trajlint.check.rule import UNOBSERVED, Reduction, RowDigester, RowObserver, Violation
 from trajlint.check.subject import FILE, Subject, unit_subjects
@@ -82,41 +83,47 @@ class RowChecker:
         ]
         self._digesters = list(digesters)
         self._internal = internal_error
-        self._plans: dict[frozenset[str], tuple[list[RuleSpec], list[RuleSpec]]] = {}
+        self._plans: dict[tuple[str, frozenset[str]], tuple[list[RuleSpec], list[RuleSpec]]] = {}
         # How many subjects each plan served: coverage is counted per plan, not per rule and row.
-        self._uses: dict[frozenset[str], int] = {}
+        self._uses: dict[tuple[str, frozenset[str]], int] = {}
         # Rules a row left unobserved that its plan counts as evaluated (see `UNOBSERVED`).
         self._unobserved: dict[str, int] = {}
         self.unit = UnitResult("")
 
-    def _plan(self, evidence: frozenset[str]) -> tuple[list[RuleSpec], list[RuleSpec]]:
-        """(rules to run, rules unobserved) for a subject holding this evidence, memoized."""
-        plan = self._plans.get(evidence)
+    def _plan(self, key: tuple[str, frozenset[str]]) -> tuple[list[RuleSpec], list[RuleSpec]]:
+        """(rules to run, rules unobserved) for a subject holding this evidence in a file of this
+        kind, memoized. A rule that does not check the kind of file is neither."""
+        plan = self._plans.get(key)
         if plan is None:
-            applicable = [r for r in self._row_rules if r.impl.reads <= evidence]
+            kind, evidence = key
+            rules = [r for r in self._row_rules if kind in r.impl.kinds]
+            applicable = [r for r in rules if r.impl.reads <= evidence]
             # Only a row can leave a rule unobserved: a file or an unparsable line does not
             # hold row evidence in the first place, so row rules do not apply to it.
-            unobserved = (
-                [r for r in self._row_rules if not r.impl.reads <= evidence]
-                if "row" in evidence
-                else []
-            )
-            plan = self._plans[evidence] = (applicable, unobserved)
+            unobserved = [r for r in rules if not r.impl.reads <= evidence] if "row" in evidence else []
+            plan = self._plans[key] = (applicable, unobserved)
         return plan
 
-    def check_unit(self, unit: Source | Batch | Unreadable, max_row_bytes: int) -> UnitResult:
+    def check_unit(
+        self, unit: Source | Batch | Unreadable, max_row_bytes: int, kind: FileKind = ROLLOUT_FILE
+    ) -> UnitResult:
         """The whole unit's result in one piece (what a worker hands back)."""
-        return next(self.check_parts(unit, max_row_bytes, None))
+        return next(self.check_parts(unit, max_row_bytes, None, kind))
 
     def check_parts(
-        self, unit: Source | Batch | Unreadable, max_row_bytes: int, rows_per_part: int | None
+        self,
+        unit: Source | Batch | Unreadable,
+        max_row_bytes: int,
+        rows_per_part: int | None,
+        kind: FileKind = ROLLOUT_FILE,
     ) -> Iterator[UnitResult]:
         """The unit's result in parts of `rows_per_part` rows, so that a caller that absorbs each
         part at once holds a few rows' digests, however long a file that cannot be cut (a
-        compressed one) is. Only the last part counts the unit's physical lines."""
+        compressed one) is. Only the last part counts the unit's physical lines. The unit is
+        (a part of) a file of `kind`."""
         self.start_unit(unit.path)
         tally = LineTally()
-        for subject in unit_subjects(unit, max_row_bytes, tally):
+        for subject in unit_subjects(unit, max_row_bytes, tally, kind):
             self.visit(subject)
             if rows_per_part is not None and len(self.unit.rows) >= rows_per_part:
                 yield self.end_unit()
@@ -131,8 +138,8 @@ class RowChecker:
 
     def end_unit(self) -> UnitResult:
         coverage = self.unit.coverage
-        for evidence, uses in self._uses.items():
-            applicable, unobserved = self._plans[evidence]
+        for key, uses in self._uses.items():
+            applicable, unobserved = self._plans[key]
             for spec in applicable:
                 coverage.setdefault(spec.code, [0, 0])[0] += uses
             for spec in unobserved:
@@ -151,8 +158,10 @@ class RowChecker:
         else:
             unit.lines += 1
             unit.row_count += "row" in evidence
-        applicable, unobserved = self._plan(evidence)
-        self._uses[evidence] = self._uses.get(evidence, 0) + 1
+        kind = subject.kind.kind
+        key = (kind, evidence)
+        applicable, unobserved = self._plan(key)
+        self._uses[key] = self._uses.get(key, 0) + 1
         findings = unit.findings
         first = len(findings)
         unobserved_now: list[str] = []
@@ -179,12 +188,17 @@ class RowChecker:
         digests = []
         for spec, reduction in self._reductions:
             digest = None
-            if spec.impl.reads <= subject.evidence:
+            if spec.impl.reads <= subject.evidence and kind in spec.impl.kinds:
                 try:
                     digest = reduction.digest(subject)
                 except Exception as exc:  # noqa: BLE001
                     self._internal_error(spec, subject, exc)
             digests.append(digest)
+        if kind != ROLLOUTS:
+            # Health judges rollouts only: a row of task inputs is no rollout to give a verdict.
+            if any(digest is not None for digest in digests):
+                unit.rows.append((subject.line, tuple(digests), ()))
+            return
         observed = ()
         if self._digesters:
             row_findings = findings[first:]

@@ -1,6 +1,7 @@
 """Checking units of input in worker processes, handing the results back in input order.
 
-A unit is a file or a shard of one (`trajlint.read.shards`). Workers run the row half of the
+A unit is a file or a shard of one (`trajlint.read.shards`), with the file's kind
+(`trajlint.check.kinds`), decided before the file was cut. Workers run the row half of the
 run (`RowChecker`) and return each unit's findings and digests; the parent absorbs them in input
 order, so a run gives the same report whatever the number of jobs. A stream a worker cannot seek
 into (a compressed file, standard input) is read by the parent and handed out in batches of
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from trajlint import read
 from trajlint.check import engine
+from trajlint.check.kinds import FileKind
 from trajlint.read import Source, Unreadable, units
 
 if TYPE_CHECKING:
@@ -42,8 +44,9 @@ _PARENT_POLL_SECONDS = 0.5
 READ_AHEAD_BYTES = 32 * 1024 * 1024
 
 
-def plan_units(sources: Iterable[Source | Unreadable], jobs: int) -> list[Unit]:
-    """The units of work, in input order: files, with the plain ones over two shards long cut.
+def plan_units(sources: Iterable[tuple[Source | Unreadable, FileKind]], jobs: int) -> list[tuple[Unit, FileKind]]:
+    """The units of work, in input order: files, with the plain ones over two shards long cut,
+    each with its file's kind.
 
     One process cuts at `units.SHARD_BYTES` (only its memory depends on it). With workers the
     shards are made smaller when the input is small, so that each worker gets several and the
@@ -52,9 +55,11 @@ def plan_units(sources: Iterable[Source | Unreadable], jobs: int) -> list[Unit]:
     sources = list(sources)
     shard_bytes = units.SHARD_BYTES
     if jobs > 1:
-        total = sum(_size(s) for s in sources if isinstance(s, Source) and not s.compression and not s.whole)
+        total = sum(_size(s) for s, _ in sources if isinstance(s, Source) and not s.compression and not s.whole)
         shard_bytes = min(shard_bytes, max(_MIN_SHARD_BYTES, total // (jobs * _SHARDS_PER_WORKER)))
-    return [u for s in sources for u in (read.shards(s, shard_bytes) if isinstance(s, Source) else [s])]
+    return [
+        (u, kind) for s, kind in sources for u in (read.shards(s, shard_bytes) if isinstance(s, Source) else [s])
+    ]
 
 
 def _size(source: Source) -> int:
@@ -76,9 +81,10 @@ def usable_cores() -> int:
 
 
 def check_units(
-    checker: RowChecker, units: Sequence[Unit], max_row_bytes: int, jobs: int
+    checker: RowChecker, planned: Sequence[tuple[Unit, FileKind]], max_row_bytes: int, jobs: int
 ) -> Iterator[tuple[Unit, Iterable[UnitResult]]]:
-    """(unit, the parts of its result) for every unit, in the order given.
+    """(unit, the parts of its result) for every unit of `planned` (units with their file's
+    kind), in the order given.
 
     Each unit's parts are to be absorbed, in order, before the next unit is taken: a unit
     checked here comes in parts of `engine.PART_ROWS` rows, a shard from a worker whole, and a
@@ -86,11 +92,12 @@ def check_units(
     generator: what is queued is cancelled and the units being checked are let finish, since
     a worker stopped halfway through sending its result would leave the pool waiting forever.
     """
+    units = [unit for unit, _ in planned]
     # A stream, however long, can keep every worker busy; a file or shard keeps one.
     workers = jobs if any(_is_stream(u) for u in units) else min(jobs, len(units))
     if workers < 2 or _work_bytes(units) < PARALLEL_MIN_BYTES:
-        for unit in units:
-            yield unit, checker.check_parts(unit, max_row_bytes, engine.PART_ROWS)
+        for unit, kind in planned:
+            yield unit, checker.check_parts(unit, max_row_bytes, engine.PART_ROWS, kind)
         return
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
@@ -102,7 +109,7 @@ def check_units(
     # never lets the results of every later one pile up here; a stream is read only as far
     # ahead as the workers need, and never more than `READ_AHEAD_BYTES` beyond one batch
     # per worker (a stream of huge rows is one row a batch).
-    ahead = _tasks(units, max_row_bytes)
+    ahead = _tasks(planned, max_row_bytes)
     pending: deque[tuple[int, int, Future[UnitResult]]] = deque()  # (unit index, bytes held, future)
     held = 0
 
@@ -113,7 +120,7 @@ def check_units(
             if task is None:
                 return
             index, work = task
-            size = work.size if isinstance(work, read.Batch) else 0
+            size = work[0].size if isinstance(work[0], read.Batch) else 0
             try:
                 # Workers are forked here: they must not get a stop signal before they have
                 # set themselves up to ignore it (`_start_worker`).
@@ -168,14 +175,18 @@ def _is_stream(unit: Unit) -> bool:
     return isinstance(unit, Source) and (unit.stream is not None or bool(unit.compression))
 
 
-def _tasks(units: Sequence[Unit], max_row_bytes: int) -> Iterator[tuple[int, Unit | read.Batch]]:
-    """(index of the unit, what a worker checks) in input order; a stream is read here, lazily."""
-    for index, unit in enumerate(units):
+Work = tuple[Unit | read.Batch, FileKind]
+
+
+def _tasks(planned: Sequence[tuple[Unit, FileKind]], max_row_bytes: int) -> Iterator[tuple[int, Work]]:
+    """(index of the unit, what a worker checks: a unit or batch with its file's kind) in input
+    order; a stream is read here, lazily."""
+    for index, (unit, kind) in enumerate(planned):
         if _is_stream(unit):
             for batch in read.batches(unit, max_row_bytes):  # type: ignore[arg-type]
-                yield index, batch
+                yield index, (batch, kind)
         else:
-            yield index, unit
+            yield index, (unit, kind)
 
 
 class WorkerLost(Exception):
@@ -246,7 +257,8 @@ def _exit_with_parent(parent: int) -> None:
     os._exit(1)
 
 
-def _check_in_worker(unit: Unit | read.Batch) -> UnitResult:
+def _check_in_worker(work: Work) -> UnitResult:
     assert _worker is not None, "the pool starts every worker with _start_worker"
     checker, max_row_bytes = _worker
-    return checker.check_unit(unit, max_row_bytes)
+    unit, kind = work
+    return checker.check_unit(unit, max_row_bytes, kind)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from trajlint.check.kinds import KINDS, ROLLOUTS
 from trajlint.check.subject import Subject
 from trajlint.findings import Finding, Location, Rollout
 
@@ -23,6 +24,12 @@ from trajlint.findings import Finding, Location, Rollout
 EVIDENCE: frozenset[str] = frozenset(
     {"file", "line", "row", "model-calls", "capture", "observations", "trajectory", "verifiers"}
 )
+
+#: The kinds of file a rule checks (`trajlint.check.kinds`) unless it names others: a rule about
+#: a rollout has nothing to say about a file of task inputs. Rules about the input itself (is it
+#: readable, is each line JSON) name every kind.
+ROLLOUT_FILES: frozenset[str] = frozenset({ROLLOUTS})
+EVERY_FILE: frozenset[str] = frozenset(KINDS)
 
 @dataclass(frozen=True, slots=True)
 class Violation:
@@ -111,6 +118,7 @@ class Implementation:
     check: RowCheck | None = None
     reduction: Callable[[], Reduction] | None = None
     observed: bool = False  # its findings come from the run's observer (see `observed_rule`)
+    kinds: frozenset[str] = ROLLOUT_FILES  # the kinds of file it checks
     doc: str = field(default="", compare=False)
     module: str = field(default="", compare=False)  # where it is registered, for `trajlint rule`
 
@@ -122,17 +130,26 @@ def _register(impl: Implementation) -> None:
     unknown = impl.reads - EVIDENCE
     if unknown:
         raise ValueError(f"rule {impl.name} reads unknown evidence {sorted(unknown)}")
+    if not impl.kinds or impl.kinds - EVERY_FILE:
+        raise ValueError(f"rule {impl.name} checks unknown kinds of file {sorted(impl.kinds - EVERY_FILE)}")
     if impl.name in IMPLEMENTATIONS:
         raise ValueError(f"rule {impl.name} is implemented twice")
     IMPLEMENTATIONS[impl.name] = impl
 
 
-def row_rule(name: str, *, reads: Iterable[str]) -> Callable[[RowCheck], RowCheck]:
-    """Register `fn(subject) -> Iterable[Violation]` as the check of rule `name`."""
+def row_rule(
+    name: str, *, reads: Iterable[str], kinds: Iterable[str] = ROLLOUT_FILES
+) -> Callable[[RowCheck], RowCheck]:
+    """Register `fn(subject) -> Iterable[Violation]` as the check of rule `name`, run on the
+    files of `kinds`."""
 
     def decorate(fn: RowCheck) -> RowCheck:
         module = fn.__module__ if isinstance(fn, type(_register)) else type(fn).__module__
-        _register(Implementation(name, frozenset(reads), check=fn, doc=fn.__doc__ or "", module=module))
+        _register(
+            Implementation(
+                name, frozenset(reads), check=fn, kinds=frozenset(kinds), doc=fn.__doc__ or "", module=module
+            )
+        )
         return fn
 
     return decorate
@@ -155,4 +172,4 @@ def observed_rule(name: str, *, reads: Iterable[str], module: str) -> None:
 
 def engine_rule(name: str, *, module: str) -> None:
     """A rule whose findings the engine itself produces (it has no evidence of its own)."""
-    _register(Implementation(name, frozenset(), module=module))
+    _register(Implementation(name, frozenset(), kinds=EVERY_FILE, module=module))

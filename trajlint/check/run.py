@@ -1,5 +1,6 @@
-"""One run of the check stage: plan the units of input, check them here or in workers, absorb
-their results in input order, and finish with the run-level rules and each run's health.
+"""One run of the check stage: decide each input's kind, plan the units of input, check them here
+or in workers, absorb their results in input order, and finish with the run-level rules and each
+run's health.
 
 Run-level rules (duplicate identities, task repeats, rollout health) judge the rows of one *run*
 together. NeMo Gym's health check takes one file per run, and its aggregator numbers the tasks
@@ -15,7 +16,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from trajlint.check import parallel
+from trajlint.check import kinds, parallel
 from trajlint.check.engine import Coverage, Engine, Result
 from trajlint.check.registry import INTERNAL_ERROR, RuleSpec
 from trajlint.health.verdicts import health_runs
@@ -51,30 +52,34 @@ def run(
     jobs: int = 1,
     health_report: bool = False,
     runs: RunPlan = RunPlan(),
+    file_kinds: kinds.Given | None = None,
 ) -> Result:
     """Check everything `sources` yields with `rules`.
 
-    Files are cut into shards (`read.shards`) and checked by `jobs` processes; the result is
-    the same for every number of jobs, down to the order of findings. When a health rule runs,
-    or `health_report` asks for NeMo Gym's report, each run's health (`result.health`) judges
-    its rows; with `health_report` it keeps the verdict rows for `report.health.write_report`.
+    Each file's kind is decided first, here, from its name and first lines (`file_kinds` holds
+    the kinds the user gave); rules check the files of the kinds they name. Files are cut into
+    shards (`read.shards`) and checked by `jobs` processes; the result is the same for every
+    number of jobs, down to the order of findings. When a health rule runs, or `health_report`
+    asks for NeMo Gym's report, each run's health (`result.health`) judges the rows of its rollout
+    files; with `health_report` it keeps the verdict rows for `report.health.write_report`.
     """
-    sources = list(sources)
-    paths_of: dict[str, list[str]] = {}
-    for source in sources:
-        paths_of.setdefault(runs.run_of(source.path), []).append(source.path)
+    planned = kinds.plan(list(sources), max_row_bytes, file_kinds)
+    paths_of: dict[str, list[str]] = {}  # the rollout files of each run
+    for source, kind in planned:
+        if kind.kind == kinds.ROLLOUTS:
+            paths_of.setdefault(runs.run_of(source.path), []).append(source.path)
     health = health_runs(rules.values(), report=health_report)
     internal = next((r for r in rules.values() if r.name == INTERNAL_ERROR), None)
     engine = Engine(
         [r for r in rules.values() if r.impl.check or r.impl.reduction or r.impl.observed],
         internal,
         digesters=[health.digester()] if health is not None else [],
-        observers_for=(lambda name: [health.for_run(paths_of.get(name, ()))]) if health is not None else None,
+        observers_for=(lambda name: [health.for_run(paths_of[name])] if name in paths_of else []) if health else None,
         run_of=runs.run_of,
     )
     if internal is not None:
         engine.result.coverage[internal.code] = Coverage(internal.name)
-    units = parallel.plan_units(sources, jobs)
+    units = parallel.plan_units(planned, jobs)
     lines_before = 0  # of the unit's file, when the unit is a later shard of it
     # Closed on the way out, whatever ends the loop, so that workers never outlive it.
     with contextlib.closing(parallel.check_units(engine.checker, units, max_row_bytes, jobs)) as checked:
@@ -88,8 +93,9 @@ def run(
     if health is not None:
         result.health = []
         for name, state in engine.runs.items():
-            (run_health,) = state.observers
-            run_health.finish(result.findings)
-            result.health.append((name, run_health))
+            if state.observers:  # a run of rollout files
+                (run_health,) = state.observers
+                run_health.finish(result.findings)
+                result.health.append((name, run_health))
     return result
 

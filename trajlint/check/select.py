@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import fnmatch
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from trajlint.check.paths import path_matches
 from trajlint.check.registry import INTERNAL_ERROR, RuleSpec
 from trajlint.findings import SEVERITIES, Finding
 
@@ -184,22 +184,8 @@ class FileIgnore:
         codes = frozenset().union(*(parse(s, rules, where).codes for s in selectors))
         return cls(pattern[1:] if negated else pattern, codes, os.path.abspath(base), negated)
 
-    def _matches(self, path: str) -> bool:
-        if path == "-":
-            return False
-        relative = os.path.relpath(os.path.abspath(path), self.base).replace(os.sep, "/")
-        if relative.startswith("../"):
-            return False
-        pattern = self.pattern.removeprefix("./")
-        if fnmatch.fnmatchcase(relative, pattern):
-            return True
-        if pattern.startswith("**/") and fnmatch.fnmatchcase(relative, pattern[3:]):
-            return True
-        # A bare file name pattern matches the file's name wherever it is, as in ruff.
-        return "/" not in pattern and fnmatch.fnmatchcase(relative.rsplit("/", 1)[-1], pattern)
-
     def applies(self, path: str) -> bool:
-        return self._matches(path) != self.negated
+        return path_matches(self.pattern, self.base, path) != self.negated
 
 
 def drop_ignored(findings: Iterable[Finding], ignores: Sequence[FileIgnore]) -> list[Finding]:

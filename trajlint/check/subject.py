@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajlint.builder.identity import rollout_identity
+from trajlint.check.kinds import ROLLOUT_FILE, ROLLOUTS, FileKind
 from trajlint.findings import Location, Rollout
 from trajlint.read import Batch, Line, LineTally, OversizedLine, ParseError, Source, Unreadable, parse
 from trajlint.row.sections import SECTION_EVIDENCE
@@ -21,7 +22,8 @@ LINE = frozenset({"line"})
 
 @dataclass(slots=True)
 class Subject:
-    """One thing rules look at: a file, a line, or a parsed row, with the evidence it holds."""
+    """One thing rules look at: a file, a line, or a parsed row, with the evidence it holds, in a
+    file of its kind (`trajlint.check.kinds`)."""
 
     path: str
     line: int
@@ -32,6 +34,7 @@ class Subject:
     rollout: Rollout | None = None
     _build: Any = None
     _memo: dict[str, Any] | None = None
+    kind: FileKind = ROLLOUT_FILE
 
     @property
     def row(self) -> dict[str, Any]:
@@ -89,21 +92,30 @@ def row_subject(path: str, number: int, raw: bytes) -> Subject:
     )
 
 
-def unit_subjects(unit: Source | Batch | Unreadable, max_row_bytes: int, tally: LineTally | None = None) -> Iterator[Subject]:
-    """What the rules look at in one unit of input: the file (unless the unit is a later shard
-    of it), then each of its lines."""
+def unit_subjects(
+    unit: Source | Batch | Unreadable,
+    max_row_bytes: int,
+    tally: LineTally | None = None,
+    kind: FileKind = ROLLOUT_FILE,
+) -> Iterator[Subject]:
+    """What the rules look at in one unit of input, a file of `kind`: the file (unless the unit
+    is a later shard of it), then each of its lines."""
     if isinstance(unit, Unreadable):
-        yield Subject(unit.path, unit.line, FILE, problem=unit)
+        yield Subject(unit.path, unit.line, FILE, problem=unit, kind=kind)
         return
     if unit.first_shard:
-        yield Subject(unit.path, 0, FILE)
+        yield Subject(unit.path, 0, FILE, kind=kind)
     for item in unit.lines(max_row_bytes, tally):
         if isinstance(item, Line):
-            yield row_subject(item.path, item.number, item.raw)
+            subject = row_subject(item.path, item.number, item.raw)
+            if kind.kind != ROLLOUTS:
+                # Not a rollout: its findings name no rollout (a baseline keys them on the file).
+                subject.kind, subject.rollout = kind, None
+            yield subject
         elif isinstance(item, OversizedLine):
-            yield Subject(item.path, item.number, LINE, problem=item)
+            yield Subject(item.path, item.number, LINE, problem=item, kind=kind)
         else:
-            yield Subject(item.path, item.line, FILE, problem=item)
+            yield Subject(item.path, item.line, FILE, problem=item, kind=kind)
 
 
 def subjects(sources: Iterable[Source | Unreadable], max_row_bytes: int) -> Iterator[Subject]:

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from trajlint import __version__
+from trajlint.check.kinds import CHOICES as FILE_KINDS
 from trajlint.cli.signals import guarded as _guarded
 from trajlint.findings import SEVERITIES
 from trajlint.report import formats
@@ -88,6 +89,13 @@ def _lint_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             help="Check with N processes; large files are cut into shards at line ends, and "
             "compressed files and standard input are read here and handed out in batches of lines. "
             "The report is the same for every N. [default: 0, one per usable core]",
+        ),
+        click.option(
+            "--file-kind",
+            type=click.Choice(FILE_KINDS),
+            help="Check every input as this kind of file instead of recognising each one by its name "
+            "and first rows (materialized inputs, reward profiles and task datasets are not linted as "
+            "rollouts); `rollouts` lints them all as rollouts. [default: auto]",
         ),
     ]
     for option in reversed(options):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trajlint.check.kinds import AUTO, CHOICES
 from trajlint.check.select import DEFAULT_PROFILE, PROFILES
 from trajlint.findings import SEVERITIES
 from trajlint.read import DEFAULT_MAX_ROW_BYTES
@@ -39,6 +40,8 @@ KEYS = (
     "show-availability",
     "runs",
     "run-groups",
+    "file-kind",
+    "file-kinds",
 )
 RUN_MODES = ("file", "directory", "all")
 
@@ -139,6 +142,14 @@ def _check(key: str, value: Any) -> str | None:
         return None if _strings(value) else "must be a list of globs (strings)"
     if key == "show-availability":
         return None if isinstance(value, bool) else f"must be true or false, not {value!r}"
+    if key == "file-kind":
+        ok = isinstance(value, str) and value in CHOICES
+        return None if ok else f"must be one of {', '.join(CHOICES)}, not {value!r}"
+    if key == "file-kinds":
+        if not isinstance(value, dict):
+            return f"must be a table of glob = {' | '.join(CHOICES)}"
+        bad = next((k for k, v in value.items() if not (isinstance(v, str) and v in CHOICES)), None)
+        return None if bad is None else f"{bad!r} must be one of {', '.join(CHOICES)}, not {value[bad]!r}"
     raise AssertionError(key)
 
 
@@ -199,6 +210,8 @@ def resolve(config: FileConfig, overrides: Mapping[str, Any]) -> dict[str, Setti
         "runs": "file",
         "run-groups": [],
         "show-availability": False,
+        "file-kind": AUTO,
+        "file-kinds": {},
     }
     settings: dict[str, Setting] = {}
     for key, default in defaults.items():

@@ -33,6 +33,7 @@ class LintOptions:
     jobs: int | None = None
     runs: str | None = None
     run_group: tuple[str, ...] = ()
+    file_kind: str | None = None
     show_settings: bool = False
 
 
@@ -65,7 +66,7 @@ def check(r: CheckRequest) -> int:
     from trajlint.report import write as report_outputs
     from trajlint.report.baseline import Baseline, BaselineError
 
-    settings, rules, ignores = _lint_setup(
+    found, settings, rules, ignores = _lint_setup(
         r.lint,
         {"fail-level": r.fail_level, "baseline": r.baseline, "show-availability": r.show_availability or None},
     )
@@ -101,6 +102,7 @@ def check(r: CheckRequest) -> int:
         jobs=_jobs(settings),
         health_report=r.health_report is not None,
         runs=_runs(settings),
+        file_kinds=_file_kinds(found, settings),
     )
     findings = selection.drop_ignored(result.findings, ignores)
     baseline_use = None
@@ -177,13 +179,21 @@ def record_baseline(lint: LintOptions, output: str | None) -> int:
     from trajlint.report import document as document_module
     from trajlint.report import write as report_outputs
 
-    settings, rules, ignores = _lint_setup(lint, {})
+    found, settings, rules, ignores = _lint_setup(lint, {})
     path = output or settings["baseline"].value or baseline.DEFAULT_PATH
     sources = _sources(lint.paths)
     problem = report_outputs.problem([formats.Output("json", path)], [s.path for s in sources])
     if problem:
         raise click.UsageError(problem)
-    result = _run(run, sources, rules, max_row_bytes=settings["max-row-bytes"].value, jobs=_jobs(settings))
+    result = _run(
+        run,
+        sources,
+        rules,
+        max_row_bytes=settings["max-row-bytes"].value,
+        jobs=_jobs(settings),
+        runs=_runs(settings),
+        file_kinds=_file_kinds(found, settings),
+    )
     if result.internal_errors:
         raise Failure(f"{internal_error_line(result.findings, result.internal_errors)}; {path} was not written")
     # The findings `check` would list with this configuration: a baseline of what it hides
@@ -277,6 +287,26 @@ def _runs(settings: dict[str, Any]) -> Any:
     return RunPlan(settings["runs"].value, tuple(settings["run-groups"].value))
 
 
+def _file_kinds(found: Any, settings: dict[str, Any]) -> Any:
+    """The kinds of file the user gave (`--file-kind`, `file-kind`, `file-kinds`), with where each
+    came from as a finding names it."""
+    from trajlint.check.kinds import Given
+
+    def origin(key: str) -> str:
+        setting = settings[key]
+        if setting.origin.startswith("--"):
+            return f"`{setting.origin}`"
+        return f"`{key}` in {found.path.name if found.path is not None else 'the configuration'}"
+
+    return Given(
+        every=settings["file-kind"].value,
+        every_origin=origin("file-kind"),
+        patterns=tuple(settings["file-kinds"].value.items()),
+        base=found.directory,
+        patterns_origin=origin("file-kinds"),
+    )
+
+
 def _jobs(settings: dict[str, Any]) -> int:
     from trajlint.check.parallel import usable_cores
 
@@ -285,8 +315,8 @@ def _jobs(settings: dict[str, Any]) -> int:
 
 def _lint_setup(
     options: LintOptions, overrides: dict[str, Any]
-) -> tuple[dict[str, Any], dict[str, Any], list[Any]]:
-    """(resolved settings, the rules this run uses, per-file ignores).
+) -> tuple[Any, dict[str, Any], dict[str, Any], list[Any]]:
+    """(configuration file, resolved settings, the rules this run uses, per-file ignores).
 
     A bad configuration file, profile or rule selector ends the command here with exit 2,
     before anything is read.
@@ -315,6 +345,7 @@ def _lint_setup(
                 "jobs": options.jobs,
                 "runs": options.runs,
                 "run-groups": list(options.run_group) or None,
+                "file-kind": options.file_kind,
                 **overrides,
             },
         )
@@ -348,7 +379,7 @@ def _lint_setup(
         for row in selection.describe(rules):
             click.echo(f"  {row['code']}  {row['name']:<28} {row['severity']}")
         raise click.exceptions.Exit(EXIT_CLEAN)
-    return settings, rules, ignores
+    return found, settings, rules, ignores
 
 
 

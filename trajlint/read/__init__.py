@@ -10,12 +10,14 @@ files are only ever opened read-only. The modules, in the order the data flows t
 - `lines`: byte chunks -> `Line` and `OversizedLine` items, memory bounded by the row cap.
 - `parse`: a line's bytes -> its value, or a `ParseError` naming why it is not strict JSON.
 - `units`: work for the check processes: a plain file cut into shards, a stream into batches.
+- `head`: a source's first lines, read before it is checked (a stream's are handed back to it).
 - `items`: what the stage yields (`Line`, `OversizedLine`, `Unreadable`, `ParseError`, `LineTally`).
 """
 
 from __future__ import annotations
 
 from trajlint.read.discover import iter_sources
+from trajlint.read.head import HEAD_BYTES, HEAD_LINES, head
 from trajlint.read.items import DEFAULT_MAX_ROW_BYTES, Line, LineTally, OversizedLine, ParseError, Unreadable
 from trajlint.read.parse import parse
 from trajlint.read.source import Source
@@ -25,6 +27,8 @@ __all__ = [
     "BATCH_BYTES",
     "BATCH_ROWS",
     "DEFAULT_MAX_ROW_BYTES",
+    "HEAD_BYTES",
+    "HEAD_LINES",
     "SHARD_BYTES",
     "Batch",
     "Line",
@@ -34,6 +38,7 @@ __all__ = [
     "Source",
     "Unreadable",
     "batches",
+    "head",
     "iter_sources",
     "parse",
     "shards",

@@ -7,7 +7,11 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from trajlint.check.catalog import DEFAULT_FILENAME
+from trajlint.check.kinds import KINDS
 from trajlint.check.select import PROFILES
+
+_FILES = {"rollouts": "rollout files"}
 
 
 def listing(specs: Iterable[Any], output_format: str) -> str:
@@ -27,10 +31,12 @@ def explain(spec: Any, output_format: str) -> str:
     by_profile = ", ".join(f"{name} {table.get(entry.name, entry.severity)}" for name, table in PROFILES.items())
     implemented = _implemented(spec)
     reads = ", ".join(implemented["reads"]) or "nothing of a row (the engine reports it)"
+    kinds = implemented["kinds"]
+    files = "every file" if set(kinds) == set(KINDS) else ", ".join(_FILES.get(kind, f"{kind} files") for kind in kinds)
     parts = [
         f"# {entry.name} ({entry.code})\n\n",
         f"Family: {entry.family} · Default severity: {entry.severity} · By profile: {by_profile}\n",
-        f"Reads: {reads} · Implemented in: {implemented['module']}\n\n",
+        f"Reads: {reads} · Checks: {files} · Implemented in: {implemented['module']}\n\n",
         f"## What it checks\n\n{entry.summary}\n\n",
         f"## Why\n\n{entry.rationale}\n\n",
         *_gap_table(entry.gaps),
@@ -38,6 +44,8 @@ def explain(spec: Any, output_format: str) -> str:
     for example in entry.examples:
         title = "Fails" if example.expect == "fail" else "Passes"
         parts.append(f"## {title}: {example.description}\n\n")
+        if example.filename != DEFAULT_FILENAME:  # the name is part of the example
+            parts.append(f"In a file named `{example.filename}`:\n\n")
         body = "(the file does not exist)" if example.missing else example.jsonl.rstrip("\n")
         parts.append(f"```jsonl\n{body}\n```\n\n")
     return "".join(parts)
@@ -73,7 +81,8 @@ def _implemented(spec: Any) -> dict[str, Any]:
     if check is not None and check.find is not None:
         module = check.find.__module__
         reads += [f"health: {evidence}" for evidence in check.reads]
-    return {"reads": reads, "module": module.replace(".", "/") + ".py" if module else ""}
+    kinds = [kind for kind in KINDS if kind in spec.impl.kinds]
+    return {"reads": reads, "kinds": kinds, "module": module.replace(".", "/") + ".py" if module else ""}
 
 
 def _rule_dict(entry: Any, *, full: bool) -> dict[str, Any]:
@@ -87,7 +96,7 @@ def _rule_dict(entry: Any, *, full: bool) -> dict[str, Any]:
     if full:
         data["rationale"] = entry.rationale
         data["examples"] = [
-            {"expect": e.expect, "description": e.description, "jsonl": e.jsonl, "missing": e.missing}
+            {"expect": e.expect, "description": e.description, "filename": e.filename, "jsonl": e.jsonl, "missing": e.missing}
             for e in entry.examples
         ]
         if entry.gaps:

@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import orjson
 
-from trajlint.check.rule import Violation, row_rule
+from trajlint.check.rule import EVERY_FILE, Violation, row_rule
 from trajlint.check.subject import Subject
 from trajlint.pointer import child, resolve
 
@@ -221,7 +221,7 @@ def _where(pointer: str) -> str:
     return f"the object at {pointer}" if pointer else "the row"
 
 
-@row_rule("duplicate-key", reads=["line"])
+@row_rule("duplicate-key", reads=["line"], kinds=EVERY_FILE)
 def duplicate_key(subject: Subject) -> Iterator[Violation]:
     if not _parsed(subject) or not _keys_may_repeat(subject):
         return
@@ -239,7 +239,7 @@ def duplicate_key(subject: Subject) -> Iterator[Violation]:
         )
 
 
-@row_rule("integer-out-of-range", reads=["line"])
+@row_rule("integer-out-of-range", reads=["line"], kinds=EVERY_FILE)
 def integer_out_of_range(subject: Subject) -> Iterator[Violation]:
     if not _parsed(subject) or not _may_hold_oversized(subject) or not may_overflow(subject.raw):
         return
