@@ -171,7 +171,7 @@ def test_anthropic_turn_counts_its_tools_in_step_count():
     assert_valid(b)
 
 
-# -- the §7.13 outcome table -----------------------------------------------------------------
+# -- the ownership outcome table -----------------------------------------------------------------
 
 
 def test_unclaimed_call_is_no_turn_and_gets_the_ownership_gap():

@@ -1,4 +1,4 @@
-"""The promises of the README and spec §6, tested as such: inputs are never written, the network
+"""The promises of the README, tested as such: inputs are never written, the network
 is never reached, an internal error is one line (never a traceback) and exit 2, and the fuzzer
 finds nothing in a bounded pass and nothing in the inputs that once crashed trajlint."""
 

@@ -81,7 +81,7 @@ def rollout_id(row: dict[str, Any]) -> str | None:
 
 
 def rollout_identity(row: dict[str, Any]) -> Rollout | None:
-    """(task_id, rollout_id) per contract §7.2, or None when NeMo Gym could not derive it either."""
+    """(task_id, rollout_id) as NeMo Gym's collector derives them, or None when NeMo Gym could not derive it either."""
     if "_ng_task_index" not in row:
         # NeMo Gym evaluates the index fallback eagerly, so a row without it has no identity
         # even when it names its task.

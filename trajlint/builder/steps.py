@@ -1,11 +1,11 @@
 """Build one rollout's canonical trajectory from the evidence in its row.
 
-The steps follow NeMo Gym's builder (contract §7): identity from the row keys, the stated
-trajectory's precedence, the merge of observed invocations and tool calls, the projection and
-merge of captured calls, the join of ownership claims (§6.2), turn synthesis, and the
+The steps follow NeMo Gym's builder (docs/build.md describes each): identity from the row keys,
+the stated trajectory's precedence, the merge of observed invocations and tool calls, the
+projection and merge of captured calls, the join of ownership claims, turn synthesis, and the
 availability gaps. Where NeMo Gym resolves a conflict by dropping evidence, the build keeps it
-in the ownership ledger instead; and the newest ownership rules (§7.13) decide which calls
-become policy turns: compaction helpers and verifier-owned calls never do.
+in the ownership ledger instead; and the ownership rules decide which calls become policy
+turns: compaction helpers and verifier-owned calls never do.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def _identity(row: dict[str, Any], ev: Evidence) -> tuple[Rollout | None, str, s
 
 
 def _merge_tools(tools: list[dict[str, Any]], observed: list[dict[str, Any]], invocations: list[dict[str, Any]]) -> None:
-    """Overlay observed tool timing on the stated tool calls (contract §7.4), outputs from conversations."""
+    """Overlay observed tool timing on the stated tool calls (docs/build.md, "Steps"), outputs from conversations."""
     outputs: dict[tuple[Any, Any], Any] = {}
     for inv in invocations:
         for item in inv["conversation"]:
@@ -338,7 +338,7 @@ class _Builder:
                     self.claim(ledger, index, ref, TURN, owner, pointer, id(turn) in stated_valid)
         return ledger
 
-    # -- the join (contract §6.2), for rows whose capture and observations meet here ------------
+    # -- the join of ownership claims, for rows whose capture and observations meet here ------------
 
     def join(self, ledger: Ledger) -> None:
         if not (self.ev.observations and isinstance(self.row.get(CAPTURE), dict)):
