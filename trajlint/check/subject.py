@@ -14,7 +14,7 @@ from trajlint.builder.identity import rollout_identity
 from trajlint.check.kinds import ROLLOUT_FILE, ROLLOUTS, FileKind
 from trajlint.findings import Location, Rollout
 from trajlint.read import Batch, Line, LineTally, OversizedLine, ParseError, Source, Unreadable, parse
-from trajlint.row.sections import SECTION_EVIDENCE
+from trajlint.row.sections import CAPTURE, SECTION_EVIDENCE, STATED
 
 FILE = frozenset({"file"})
 LINE = frozenset({"line"})
@@ -68,7 +68,7 @@ class Subject:
 
 def _holds_model_calls(row: dict) -> bool:
     """Whether ownership can be judged at all: a captured call, or a call in the stated trajectory."""
-    for key, part in (("ng_model_call_capture", "calls"), ("ng_trajectory", "model_calls")):
+    for key, part in ((CAPTURE, "calls"), (STATED, "model_calls")):
         section = row.get(key)
         if isinstance(section, dict) and isinstance(section.get(part), list) and section[part]:
             return True

@@ -18,6 +18,7 @@ from trajlint.check.registry import RuleSpec
 from trajlint.check.subject import subjects
 from trajlint.findings import Finding
 from trajlint.read import Source, Unreadable
+from trajlint.row.sections import STATED
 
 
 def _dumps(document: dict) -> bytes:
@@ -56,7 +57,7 @@ def write_builds(
                 document = built.trajectory
             else:
                 document = dict(subject.value)
-                document["ng_trajectory"] = built.trajectory
+                document[STATED] = built.trajectory
                 document["trajlint"] = built.trajlint_section()
             out.write(_dumps(document) + b"\n")
             result.rows += 1

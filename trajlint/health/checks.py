@@ -30,6 +30,7 @@ from trajlint.health.view import (
 )
 from trajlint.pointer import child, resolve
 from trajlint.row import walk
+from trajlint.row.sections import STATED
 from trajlint.row.values import hashable
 
 # Rule names, one per NeMo Gym rollout check.
@@ -188,7 +189,7 @@ def turn_pointers(view: HealthView) -> list[str]:
 def turns_pointer(view: HealthView) -> str:
     """The stated turns as a whole: the list when the trajectory has one, else the trajectory
     (a pointer always names a place the row has)."""
-    stated = view.row.get("ng_trajectory")
+    stated = view.row.get(STATED)
     if not isinstance(stated, dict):
         return ""
     return "/ng_trajectory/turns" if "turns" in stated else "/ng_trajectory"

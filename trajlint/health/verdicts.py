@@ -45,6 +45,7 @@ from trajlint.health.tasks import (
     verdict,
 )
 from trajlint.health.view import Digest, HealthFinding, Subject, view_of
+from trajlint.row.sections import STATED
 from trajlint.row.values import group_key
 
 
@@ -164,7 +165,7 @@ class RowJudge:
 
     def _record(self, row: dict[str, Any], result: str, found: list, missing: list) -> bytes:
         stage = row.get("stage_index")
-        stated = row.get("ng_trajectory")
+        stated = row.get(STATED)
         stated_id = stated.get("rollout_id") if isinstance(stated, dict) else None
         explicit = row.get("_ng_rollout_id") or stated_id
         record = {

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from trajlint.builder.ledger import CallIndex, ref_key
+from trajlint.row.sections import CAPTURE
 from trajlint.row.values import nonnegative_int as count
 
 if TYPE_CHECKING:
@@ -243,7 +244,7 @@ class HealthView:
                 self.reference_gaps.append(gap)
         self.turns_observed = bool(self.turns) or "turns_unavailable" not in codes
         incomplete = codes & INCOMPLETE_CALL_GAPS
-        if incomplete == {"model_calls_unavailable"} and _capture_damaged(self.row.get("ng_model_call_capture")):
+        if incomplete == {"model_calls_unavailable"} and _capture_damaged(self.row.get(CAPTURE)):
             incomplete = set()  # the calls are there, only damaged
         self.calls_observed = not incomplete
         self.turn_scope_complete = "turn_model_call_scope_incomplete" not in codes

@@ -23,9 +23,10 @@ from trajlint.check.schema_errors import show
 from trajlint.check.subject import Subject
 from trajlint.pointer import child
 from trajlint.row import walk
+from trajlint.row.sections import STATED
 from trajlint.row.values import hashable
 
-_STATED_TURNS = child("", "ng_trajectory", "turns")
+_STATED_TURNS = child("", STATED, "turns")
 CONTENT = "info"  # drift in what one turn says; drift in which turns exist keeps the rule's severity
 
 
@@ -195,7 +196,7 @@ def _shared_calls(subject: Subject, view: _View) -> Iterator[Violation]:
 
 @row_rule("trajectory-drift", reads=["row", "trajectory", "model-calls"])
 def trajectory_drift(subject: Subject) -> Iterator[Violation]:
-    stated = subject.row["ng_trajectory"]
+    stated = subject.row[STATED]
     if not isinstance(stated, dict):
         return
     view = _View(subject)
@@ -277,7 +278,7 @@ def _named_calls(subject: Subject, detail: Any) -> list[CallEntry]:
 @row_rule("gap-unreported", reads=["row", "trajectory", "observations", "capture"])
 def gap_unreported(subject: Subject) -> Iterator[Violation]:
     """A join conflict the evidence shows that the stated trajectory's gaps leave out."""
-    trajectory = subject.row["ng_trajectory"]
+    trajectory = subject.row[STATED]
     if not isinstance(trajectory, dict):
         return  # the trajectory schema rule reports it
     stated = {_gap_key(gap) for _, gap in walk.stated(subject, "gaps")}

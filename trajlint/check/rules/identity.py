@@ -13,6 +13,7 @@ from trajlint.findings import Location, Rollout
 from trajlint.health.tasks import rollout_index, task_index
 from trajlint.pointer import child
 from trajlint.row import walk
+from trajlint.row.sections import CAPTURE, STATED
 from trajlint.row.values import hashable
 
 
@@ -140,7 +141,7 @@ def _stage_text(stage: Any) -> str:
 
 
 def _stated_ids(subject: Subject) -> tuple[Any, Any]:
-    stated = subject.row["ng_trajectory"]
+    stated = subject.row[STATED]
     return (stated.get("task_id"), stated.get("rollout_id")) if isinstance(stated, dict) else (None, None)
 
 
@@ -156,7 +157,7 @@ def turn_identity_mismatch(subject: Subject) -> Iterator[Violation]:
                     child(base, name),
                     f"the turn's {name} is {value!r} but its trajectory record's is {expected!r}; "
                     "a turn of another rollout mixes two rollouts' rewards (NeMo Gym rejects the record)",
-                    (subject.location(child("", "ng_trajectory", name)),),
+                    (subject.location(child("", STATED, name)),),
                 )
 
 
@@ -167,19 +168,19 @@ def trajectory_identity_mismatch(subject: Subject) -> Iterator[Violation]:
     if identity is None:
         return  # the row keys derive no identity: nothing to compare with
     found = []
-    if isinstance(subject.row.get("ng_trajectory"), dict):
+    if isinstance(subject.row.get(STATED), dict):
         task_id, rollout_id = _stated_ids(subject)
-        found += [("ng_trajectory", "task_id", task_id, identity.task_id),
-                  ("ng_trajectory", "rollout_id", rollout_id, identity.rollout_id)]
-    capture = subject.row.get("ng_model_call_capture")
+        found += [(STATED, "task_id", task_id, identity.task_id),
+                  (STATED, "rollout_id", rollout_id, identity.rollout_id)]
+    capture = subject.row.get(CAPTURE)
     if isinstance(capture, dict):
-        found.append(("ng_model_call_capture", "rollout_id", capture.get("rollout_id"), identity.rollout_id))
+        found.append((CAPTURE, "rollout_id", capture.get("rollout_id"), identity.rollout_id))
     keys = [child("", k) for k in ("task_id", "problem_id", "instance_id", "_ng_task_index",
                                    "_ng_rollout_index", "_ng_attempt_index", "_ng_rollout_id") if k in subject.row]
     for section, name, value, derived in found:
         if not isinstance(value, str) or value == derived:
             continue
-        what = "capture" if section == "ng_model_call_capture" else "stated trajectory"
+        what = "capture" if section == CAPTURE else "stated trajectory"
         yield Violation(
             child("", section, name),
             f"the {what}'s {name} is {value!r}, but the row's keys make it {derived!r}; the "
