@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,7 +60,6 @@ def check(r: CheckRequest) -> int:
     import os
 
     from trajlint.check import select as selection
-    from trajlint.check.run import run
     from trajlint.read import Unreadable
     from trajlint.report import document, formats, health
     from trajlint.report import write as report_outputs
@@ -94,16 +93,7 @@ def check(r: CheckRequest) -> int:
     if problem:
         raise click.UsageError(problem)
 
-    result = _run(
-        run,
-        sources,
-        rules,
-        max_row_bytes=settings["max-row-bytes"].value,
-        jobs=_jobs(settings),
-        health_report=r.health_report is not None,
-        runs=_runs(settings),
-        file_kinds=_file_kinds(found, settings),
-    )
+    result = _check(sources, rules, found, settings, health_report=r.health_report is not None)
     findings = selection.drop_ignored(result.findings, ignores)
     baseline_use = None
     if known is not None:
@@ -174,7 +164,6 @@ def check(r: CheckRequest) -> int:
 def record_baseline(lint: LintOptions, output: str | None) -> int:
     """`trajlint baseline`: record today's findings into the baseline file."""
     from trajlint.check import select as selection
-    from trajlint.check.run import run
     from trajlint.report import baseline, formats
     from trajlint.report import document as document_module
     from trajlint.report import write as report_outputs
@@ -185,15 +174,7 @@ def record_baseline(lint: LintOptions, output: str | None) -> int:
     problem = report_outputs.problem([formats.Output("json", path)], [s.path for s in sources])
     if problem:
         raise click.UsageError(problem)
-    result = _run(
-        run,
-        sources,
-        rules,
-        max_row_bytes=settings["max-row-bytes"].value,
-        jobs=_jobs(settings),
-        runs=_runs(settings),
-        file_kinds=_file_kinds(found, settings),
-    )
+    result = _check(sources, rules, found, settings)
     if result.internal_errors:
         raise Failure(f"{internal_error_line(result.findings, result.internal_errors)}; {path} was not written")
     # The findings `check` would list with this configuration: a baseline of what it hides
@@ -272,11 +253,21 @@ def _sources(paths: tuple[str, ...]) -> list[Any]:
 
 
 
-def _run(run: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+def _check(sources: list[Any], rules: dict[str, Any], found: Any, settings: dict[str, Any], *, health_report: bool = False) -> Any:
+    """The check stage's run with this invocation's settings; a lost worker is one line, exit 2."""
     from trajlint.check.parallel import WorkerLost
+    from trajlint.check.run import run
 
     try:
-        return run(*args, **kwargs)
+        return run(
+            sources,
+            rules,
+            max_row_bytes=settings["max-row-bytes"].value,
+            jobs=_jobs(settings),
+            health_report=health_report,
+            runs=_runs(settings),
+            file_kinds=_file_kinds(found, settings),
+        )
     except WorkerLost as exc:
         raise Failure(str(exc)) from None
 
