@@ -45,11 +45,17 @@ def main() -> int:
     if len(args.pairs) % 2:
         parser.error("give each input file with its run directory")
     for source, run_dir in zip(args.pairs[::2], args.pairs[1::2]):
-        run_dir.mkdir(parents=True, exist_ok=True)
-        rollouts = run_dir / "rollouts.jsonl"
-        write_rows(source, rollouts, args.persist)
-        run_health_checks([rollouts], output_dir=run_dir / "nemo-gym", workers=1)
+        health_check(source, run_dir, args.persist)
     return 0
+
+
+def health_check(source: Path, run_dir: Path, persisted: bool = False) -> dict:
+    """NeMo Gym's health check on `source`'s rows (copied to RUN_DIR/rollouts.jsonl, or persisted
+    first); its report goes to RUN_DIR/nemo-gym. Returns the run's quality summary."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    rollouts = run_dir / "rollouts.jsonl"
+    write_rows(source, rollouts, persisted)
+    return run_health_checks([rollouts], output_dir=run_dir / "nemo-gym", workers=1).summary
 
 
 if __name__ == "__main__":
