@@ -4,6 +4,9 @@ GitHub shows at most 10 annotations of each kind per step and silently drops the
 kind gets at most 9 findings plus one annotation of the same kind that says how many more there
 are; the log line therefore never vanishes with the dropped ones. The markdown step summary
 (`$GITHUB_STEP_SUMMARY`, at most 1 MiB per step) gives the totals by severity and by rule.
+
+What a command carries from the data is first made `visible` (no control character reaches the
+log), then escaped the way the runner unescapes it, so a finding is exactly one annotation.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 
 from trajlint.findings import Finding
 from trajlint.report.document import Report
+from trajlint.report.escape import visible
 from trajlint.report.text import place, summary_line
 
 #: Annotations GitHub keeps per kind and step.
@@ -26,18 +30,20 @@ COMMANDS = {"error": "error", "warning": "warning", "info": "notice"}
 
 
 def escape_data(text: str) -> str:
-    """The toolkit's escaping of a command's message."""
+    """The toolkit's escaping of a command's message (the runner's `ActionCommand.UnescapeData`
+    undoes it)."""
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def escape_property(text: str) -> str:
-    """The toolkit's escaping of a property value (`file=`, `title=`)."""
+    """The toolkit's escaping of a property value (`file=`, `title=`; `UnescapeProperty` undoes it)."""
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
 def command(kind: str, message: str, **properties: str | int) -> str:
-    props = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties.items())
-    return f"::{kind} {props}::{escape_data(message)}" if props else f"::{kind}::{escape_data(message)}"
+    props = ",".join(f"{key}={escape_property(visible(str(value)))}" for key, value in properties.items())
+    data = escape_data(visible(message))
+    return f"::{kind} {props}::{data}" if props else f"::{kind}::{data}"
 
 
 def _annotation(report: Report, f: Finding) -> str:
@@ -72,7 +78,7 @@ def render(report: Report) -> Iterator[str]:
 
 
 def _cell(text: str, limit: int = 200) -> str:
-    text = " ".join(text.split())
+    text = visible(" ".join(text.split()))
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")

@@ -14,17 +14,24 @@ from collections.abc import Iterator
 
 from trajlint.findings import Finding, severity_rank
 from trajlint.report.document import Report
+from trajlint.report.escape import visible
 from trajlint.report.text import finding_line
 
 #: Findings listed in a failure's text; the rest are counted.
 LISTED = 100
 
-# Characters XML 1.0 cannot carry at all, not even escaped; data-derived text may hold them.
+# Characters XML 1.0 cannot carry at all, not even escaped. `visible` (and so every line of a
+# text format) already writes the controls among them as escapes; two non-characters remain.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def _xml(text: str) -> str:
+def _xml_only(text: str) -> str:
     return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _xml(text: str) -> str:
+    """A name from the data as XML carries it: controls escaped as in every text format."""
+    return _xml_only(visible(text))
 
 
 def _failure(case: ET.Element, findings: list[Finding]) -> None:
@@ -34,7 +41,7 @@ def _failure(case: ET.Element, findings: list[Finding]) -> None:
     if len(findings) > LISTED:
         lines.append(f"{len(findings) - LISTED:,} more")
     failure = ET.SubElement(case, "failure", message=f"{len(findings):,} {noun}", type=worst)
-    failure.text = _xml("\n".join(lines) + "\n")
+    failure.text = _xml_only("\n".join(lines) + "\n")  # each line escaped by finding_line
 
 
 def tree(report: Report) -> ET.Element:

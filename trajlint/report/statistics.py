@@ -1,4 +1,8 @@
-"""`--statistics`: how many findings each rule produced, most frequent first (as ruff does)."""
+"""`--statistics`: how many findings each rule produced, most frequent first (as ruff does).
+
+The text lines name only rules and health checks, never the data, but go through
+`escape.text_line` all the same, as every text format's lines do.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from typing import Any
 import orjson
 
 from trajlint.report.document import Report
+from trajlint.report.escape import text_line
 from trajlint.report.text import not_listed, summary_line
 
 
@@ -26,9 +31,9 @@ def render_text(report: Report) -> Iterator[str]:
     else:
         width = max(len(f"{row['count']:,}") for row in rows)
         for row in rows:
-            yield f"{row['count']:>{width},}  {row['code']}  {row['name']}\n"
+            yield text_line(f"{row['count']:>{width},}  {row['code']}  {row['name']}") + "\n"
         for note in not_listed(report.summary):  # the summary line says these when no row is shown
-            yield f"({note})\n"
+            yield text_line(f"({note})") + "\n"
     health = report.summary.get("health")
     if health:
         yield "\n"
@@ -48,7 +53,7 @@ def _health_text(health: dict[str, Any]) -> Iterator[str]:
     issues = sorted(((n, check) for check, n in health["issues"].items() if n), key=lambda item: (-item[0], item[1]))
     width = max((len(f"{n:,}") for n, _ in issues), default=0)
     for n, check in issues:
-        yield f"{n:>{width},}  {check}\n"
+        yield text_line(f"{n:>{width},}  {check}") + "\n"
 
 
 def render_json(report: Report) -> Iterator[str]:

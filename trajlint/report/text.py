@@ -1,6 +1,8 @@
 """Human output: `full` (each finding with its details) and `concise` (one line per finding).
 
-Both end with the same one-line summary, so a reader of either knows the totals.
+Both end with the same one-line summary, so a reader of either knows the totals. Every line goes
+through `escape.text_line`: what a finding quotes from the data can neither break a line nor
+print a CI command or a terminal escape sequence.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from typing import Any
 
 from trajlint.findings import Finding, Location
 from trajlint.report.document import Report
+from trajlint.report.escape import text_line
 
 _INDENT = "  "
 
@@ -24,7 +27,7 @@ def place(path: str, line: int) -> str:
 
 def finding_line(f: Finding) -> str:
     tail = f" [{f.pointer}]" if f.pointer else ""
-    return f"{place(f.path, f.line)}: {f.code} {f.name} {f.message}{tail}"
+    return text_line(f"{place(f.path, f.line)}: {f.code} {f.name} {f.message}{tail}")
 
 
 def not_listed(summary: dict[str, Any]) -> list[str]:
@@ -40,6 +43,10 @@ def not_listed(summary: dict[str, Any]) -> list[str]:
 
 
 def summary_line(summary: dict[str, Any]) -> str:
+    return text_line(_summary_line(summary))
+
+
+def _summary_line(summary: dict[str, Any]) -> str:
     rows, files = _plural(summary["rows"], "row"), _plural(summary["files"], "file")
     notes = not_listed(summary)
     known = f" ({'; '.join(notes)})" if notes else ""
@@ -64,17 +71,11 @@ def _details(f: Finding) -> Iterator[str]:
         yield f"related: {_related(loc)}"
 
 
-def _header(f: Finding) -> str:
-    # A message that spans lines keeps its later lines under the finding they belong to.
-    message = f.message.replace("\n", "\n" + _INDENT)
-    return f"{place(f.path, f.line)}: {f.code} {f.name} {message}"
-
-
 def render_full(report: Report) -> Iterator[str]:
     for f in report.findings:
-        yield _header(f) + "\n"
+        yield text_line(f"{place(f.path, f.line)}: {f.code} {f.name} {f.message}") + "\n"
         for detail in _details(f):
-            yield f"{_INDENT}{detail}\n"
+            yield text_line(f"{_INDENT}{detail}") + "\n"
         yield "\n"
     yield summary_line(report.summary) + "\n"
 
