@@ -31,6 +31,7 @@ CONTRACT_FILES = [
     "agent-observations.schema.json",
     "trajectory.schema.json",
     "verifier-invocations.schema.json",
+    "conversation-item.schema.json",
     "report.schema.json",
 ]
 POLICY = {"type": "responses_api_models", "name": "policy_model"}
@@ -452,3 +453,26 @@ def test_best_match_points_into_the_record():
     error = best_match(schemas.validator("agent-observations").iter_errors(bundle))
     assert list(error.absolute_path) == ["records", index, "tokens_before"]
     assert error.validator == "minimum"
+
+
+# --- generated shapes the messages rely on -------------------------------------------------------
+
+
+def test_a_union_of_types_is_one_type_list_when_exact():
+    item = schemas.load("conversation-item")["$defs"]
+    assert item["EasyMessageItem"]["properties"]["content"]["type"] == ["string", "array"]
+    assert "anyOf" not in item["EasyMessageItem"]["properties"]["content"]
+    # A union whose branches share a keyword is left alone: merging it would change its meaning.
+    assert schemagen._merge_by_type([{"type": "integer", "minimum": 0}, {"type": "string", "minLength": 1}]) is None
+    assert schemagen._merge_by_type([{"type": "string", "pattern": "a"}, {"type": "string"}]) is None
+
+
+def test_a_nullable_union_on_a_key_stays_a_union_on_that_key():
+    environment = schemas.load("conversation-item")["$defs"]["ShellCallItem"]["properties"]["environment"]
+    assert environment["type"] == ["object", "null"] and environment["required"] == ["type"]
+    assert _errors("conversation-item", {"type": "shell_call", "id": "s", "call_id": "c", "status": "completed",
+                                         "action": {"commands": []}, "environment": {"type": "docker"}}) == [
+        ("/environment/type", "enum")
+    ]
+    assert _errors("conversation-item", {"type": "shell_call", "id": "s", "call_id": "c", "status": "completed",
+                                         "action": {"commands": []}, "environment": None}) == []

@@ -100,7 +100,7 @@ def describe(error: Any, section: str) -> Iterator[tuple[list[str | int], str, s
     elif keyword == "type":
         yield path, keyword, f"{where} must be {_types_phrase(expected)}, got {got(value)}"
     elif keyword == "required":
-        for name in expected:
+        for name in expected or ():
             if isinstance(value, dict) and name not in value:
                 yield path, keyword, f"{where} is missing the required field `{name}`"
     elif keyword == "additionalProperties" and expected is False and isinstance(value, dict):

@@ -27,6 +27,7 @@ from trajlint.contract import (
     TrajectoryRecord,
     VerifierInvocations,
 )
+from trajlint.contract.conversation import ConversationItem
 from trajlint.contract.report import ReportDocument
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -42,6 +43,12 @@ SECTIONS: dict[str, tuple[type, str]] = {
     "agent-observations.schema.json": (AgentObservationBundle, "NeMo Gym agent observations (ng_agent_observations)"),
     "trajectory.schema.json": (TrajectoryRecord, "NeMo Gym trajectory record 1.0 (ng_trajectory)"),
     "verifier-invocations.schema.json": (VerifierInvocations, "Verifier invocations (ng_verifier_invocations)"),
+}
+# Parts the sections share, each in its own file; a section refers to it instead of holding a copy.
+CONVERSATION_FILE = "conversation-item.schema.json"
+CONVERSATION_TITLE = "NeMo Gym conversation item (a Responses API input item)"
+SHARED_PARTS: dict[str, tuple[Any, str, str]] = {
+    CONVERSATION_FILE: (ConversationItem, "ConversationItem", CONVERSATION_TITLE),
 }
 ROW_FILE = "rollout-row.schema.json"
 # trajlint's own output contract, versioned with the report's `schema_version`.
@@ -67,9 +74,53 @@ def _admits_null(schema: JsonSchemaValue) -> bool:
     return any(_admits_null(branch) for branch in [*schema.get("anyOf", []), *schema.get("oneOf", [])])
 
 
+# The keywords that constrain only values of one JSON type; the others ignore them.
+_KEYWORDS_OF_TYPE = {
+    "string": {"minLength", "maxLength", "pattern"},
+    "array": {"items", "prefixItems", "minItems", "maxItems"},
+    "object": {"properties", "required", "additionalProperties", "patternProperties"},
+}
+
+
+def _merge_by_type(branches: Any) -> JsonSchemaValue | None:
+    """`anyOf: [{type: string}, {type: array, items: …}]` as `{type: [string, array], items: …}`, when exact.
+
+    One schema with a list of types makes a wrong value one `type` error ("must be a string or an
+    array") instead of a failed `anyOf`. It is exact when every branch has its own type and only
+    keywords that apply to that type alone.
+    """
+    if not isinstance(branches, list) or len(branches) < 2:
+        return None
+    merged: dict[str, Any] = {"type": []}
+    for branch in branches:
+        kind = branch.get("type") if isinstance(branch, dict) else None
+        if not isinstance(kind, str) or kind in merged["type"]:
+            return None
+        rest = set(branch) - {"type"}
+        if not rest <= _KEYWORDS_OF_TYPE.get(kind, set()) or rest & merged.keys():
+            return None
+        merged["type"].append(kind)
+        merged.update((key, branch[key]) for key in rest)
+    return merged
+
+
+def _is_tagged_union(schema: JsonSchemaValue) -> bool:
+    """Whether `schema` has the shape `tagged_union_schema` gives a union on a key (every `if` an object)."""
+    branches = schema.get("allOf")
+    return (
+        schema.get("type") == "object"
+        and set(schema) == {"type", "required", "properties", "allOf"}
+        and isinstance(branches, list)
+        and all(isinstance(b, dict) and set(b) == {"if", "then"} and b["if"].get("type") == "object" for b in branches)
+    )
+
+
 class _LinterSchemaGenerator(GenerateJsonSchema):
     def nullable_schema(self, schema: core_schema.NullableSchema) -> JsonSchemaValue:
         inner = self.generate_inner(schema["schema"])
+        if _is_tagged_union(inner):
+            # Its every branch applies only to objects, so null needs only to be one more type.
+            return dict(inner, type=["object", "null"])
         if not isinstance(inner.get("type"), str) or _COMPOSITION_KEYS & inner.keys():
             return super().nullable_schema(schema)
         merged = dict(inner, type=[inner["type"], "null"])
@@ -81,6 +132,9 @@ class _LinterSchemaGenerator(GenerateJsonSchema):
 
     def tagged_union_schema(self, schema: core_schema.TaggedUnionSchema) -> JsonSchemaValue:
         tag = schema["discriminator"]
+        if callable(getattr(tag, "json_schema", None)):
+            # A union read by a function brings that reading as JSON Schema, given its branches.
+            return tag.json_schema({value: self.generate_inner(choice) for value, choice in schema["choices"].items()})
         if not isinstance(tag, str):
             return super().tagged_union_schema(schema)
         branches = []
@@ -93,6 +147,11 @@ class _LinterSchemaGenerator(GenerateJsonSchema):
             "properties": {tag: {"enum": list(schema["choices"])}},
             "allOf": branches,
         }
+
+    def union_schema(self, schema: core_schema.UnionSchema) -> JsonSchemaValue:
+        json_schema = super().union_schema(schema)
+        merged = _merge_by_type(json_schema.get("anyOf"))
+        return merged if merged is not None and len(json_schema) == 1 else json_schema
 
     def default_schema(self, schema: core_schema.WithDefaultSchema) -> JsonSchemaValue:
         json_schema = super().default_schema(schema)
@@ -159,7 +218,19 @@ def _link(schema: JsonSchemaValue, file_name: str) -> JsonSchemaValue:
     for section_file, (model, _) in SECTIONS.items():
         if section_file != file_name:
             targets[f"#/$defs/{model.__name__}"] = section_file
+    for part_file, (_, name, _) in SHARED_PARTS.items():
+        targets[f"#/$defs/{name}"] = part_file
     return _prune_defs(_rewrite_refs(schema, targets))
+
+
+def _shared_part(annotation: Any, name: str) -> JsonSchemaValue:
+    """A named type as the root of its own file, with the definitions it uses."""
+    schema = _pydantic_schema(annotation)
+    defs = schema.pop("$defs", {})
+    root = defs.pop(name, schema)  # pydantic inlines the alias it was asked for, but may not
+    if defs:
+        root["$defs"] = defs
+    return root
 
 
 def _document(file_name: str, title: str, body: JsonSchemaValue) -> dict[str, Any]:
@@ -184,6 +255,8 @@ def generate() -> dict[str, dict]:
     schemas[ROW_FILE] = _document(ROW_FILE, ROW_TITLE, _link(_pydantic_schema(RolloutRow), ROW_FILE))
     for file_name, (model, title) in SECTIONS.items():
         schemas[file_name] = _document(file_name, title, _link(_pydantic_schema(model), file_name))
+    for file_name, (annotation, name, title) in SHARED_PARTS.items():
+        schemas[file_name] = _document(file_name, title, _shared_part(annotation, name))
     schemas[REPORT_FILE] = _document(REPORT_FILE, REPORT_TITLE, _pydantic_schema(ReportDocument))
     return schemas
 

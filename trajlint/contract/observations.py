@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -14,10 +14,7 @@ from trajlint.contract.common import (
     ObservationModel,
     duplicates,
 )
-
-# A conversation item is any JSON object: NeMo Gym accepts every typeless dict, and item-level
-# checks belong to lint rules rather than to the contract.
-ConversationItem = dict[str, Any]
+from trajlint.contract.conversation import ConversationItem
 
 
 class AgentInvocation(ObservationModel):
@@ -40,7 +37,8 @@ class AgentInvocation(ObservationModel):
         default_factory=list, description="Ownership claims: the model calls this invocation made."
     )
     conversation: list[ConversationItem] = Field(
-        default_factory=list, description="Normalized model-visible history (Responses API items, any JSON object)."
+        default_factory=list,
+        description="Normalized model-visible history: Responses API input items, as NeMo Gym reads them.",
     )
 
 

@@ -144,6 +144,9 @@ def _schema_at(location: str) -> tuple[Any, Any]:
     document = _documents().get(uri)
     if document is None or not fragment.startswith("/"):
         return None, None
+    if "/dependentRequired/" in fragment:
+        # jsonschema-rs points into the keyword's value (`…/dependentRequired/0`); name the keyword.
+        fragment = fragment[: fragment.rindex("/dependentRequired/") + len("/dependentRequired")]
     parent_pointer, _, keyword = fragment.rpartition("/")
     parent = resolve(document, parent_pointer, None)
     if not isinstance(parent, dict):
@@ -178,7 +181,10 @@ class _RustChecker(_LastValid):
         for error in raw:
             name = error.kind.name
             keyword = _RUST_KEYWORDS.get(name, name)
-            expected, holder = _schema_at(error.absolute_keyword_location or "")
+            location = error.absolute_keyword_location or ""
+            expected, holder = _schema_at(location)
+            if keyword == "required" and "/dependentRequired/" in location:
+                keyword = "dependentRequired"  # reported as `required` by jsonschema-rs
             if keyword is None:
                 expected, holder = False, None
             yield SchemaError(tuple(error.instance_path), keyword, expected, error.instance, holder)
