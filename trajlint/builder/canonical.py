@@ -58,10 +58,11 @@ def gap(value: dict[str, Any]) -> dict[str, Any]:
     return {"code": value.get("code"), "invocation_id": value.get("invocation_id"), "detail": value.get("detail")}
 
 
-def invocation(value: dict[str, Any]) -> dict[str, Any]:
+def invocation(value: dict[str, Any], conversation: list[Any] | None = None) -> dict[str, Any]:
+    """`conversation`, when given, replaces the invocation's own (the build left items of it out)."""
     out = {key: value.get(key, default) for key, default in _INVOCATION}
     out["model_calls"] = [ref(r) for r in value.get("model_calls") or [] if isinstance(r, dict)]
-    out["conversation"] = list(value.get("conversation") or [])
+    out["conversation"] = list(value.get("conversation") or [] if conversation is None else conversation)
     return out
 
 

@@ -3,7 +3,9 @@
 NeMo Gym validates a section as a whole and drops all of it for one bad record. trajlint keeps
 what validates: a section that passes its schema is taken whole (the fast path for clean data);
 otherwise each item is checked on its own, the valid ones are kept and the others are listed as
-excluded, with their pointers, for the rules to see.
+excluded, with their pointers, for the rules to see. An invocation that is invalid only because
+of items of its conversation is kept without them (its ownership claims stay in the build); the
+items are the ones excluded.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ _PARTS = {
     "gaps": _GAP,
 }
 _RECORD = "agent-observations.schema.json#/properties/records/items"
+_CONVERSATION_ITEM = "conversation-item.schema.json"
 
 
 class Item(NamedTuple):
@@ -52,13 +55,45 @@ class Evidence:
     invalid_capture_gaps: int = 0
     verifiers: list[Item] = field(default_factory=list)  # every dict verifier invocation
     excluded: list[str] = field(default_factory=list)  # pointers of items left out of the build
+    # The conversation kept of an invocation some of whose conversation items are excluded, by the
+    # `id` of the invocation's dict (the item keeps the row's own dict: claims are told apart by it).
+    conversations: dict[int, list[Any]] = field(default_factory=dict)
+
+    def conversation(self, item: Item) -> list[Any] | None:
+        """The conversation the build uses for an invocation item; None: the item's own."""
+        return self.conversations.get(id(item.data)) if self.conversations else None
 
 
 def _valid(ref: str, value: Any) -> bool:
     return validation.part_checker(ref).is_valid(value)
 
 
-def _items(base: str, values: Any, ref: str | None, whole_valid: bool, excluded: list[str]) -> list[Item]:
+def _without_bad_conversation(ptr: str, value: dict[str, Any], valid: Any, excluded: list[str]) -> list[Any] | None:
+    """The conversation of `value` without the items NeMo Gym rejects, if only they make `value` invalid."""
+    conversation = value.get("conversation")
+    if not isinstance(conversation, list):
+        return None
+    item_valid = validation.part_checker(_CONVERSATION_ITEM).is_valid
+    bad = [index for index, item in enumerate(conversation) if not item_valid(item)]
+    if not bad:
+        return None
+    dropped = set(bad)
+    kept = [item for index, item in enumerate(conversation) if index not in dropped]
+    if not valid({**value, "conversation": kept}):
+        return None
+    excluded.extend(f"{ptr}/conversation/{index}" for index in bad)
+    return kept
+
+
+def _items(
+    base: str,
+    values: Any,
+    ref: str | None,
+    whole_valid: bool,
+    excluded: list[str],
+    conversations: dict[int, list[Any]] | None = None,
+) -> list[Item]:
+    """The valid dict items of a list; with `conversations`, also invocations valid once bad conversation items go."""
     if not isinstance(values, list):
         return []
     valid = None if whole_valid or ref is None else validation.part_checker(ref).is_valid
@@ -67,6 +102,13 @@ def _items(base: str, values: Any, ref: str | None, whole_valid: bool, excluded:
         ptr = f"{base}/{index}"  # bases are constant pointers; an index needs no escaping
         if isinstance(value, dict) and (valid is None or valid(value)):
             kept.append(Item(ptr, value))
+        elif conversations is not None and isinstance(value, dict):
+            conversation = _without_bad_conversation(ptr, value, valid, excluded)
+            if conversation is None:
+                excluded.append(ptr)
+            else:
+                conversations[id(value)] = conversation
+                kept.append(Item(ptr, value))
         else:
             excluded.append(ptr)
     return kept
@@ -129,7 +171,8 @@ def read(row: dict[str, Any]) -> Evidence:
         ev.stated_valid = whole and _record_invariants_hold(stated)
         ev.stated_ids = (stated.get("task_id"), stated.get("rollout_id"))
         for part, ref in _PARTS.items():
-            ev.stated_parts[part] = _items(_STATED_BASES[part], stated.get(part), ref, whole, excluded)
+            conversations = ev.conversations if part == "invocations" else None
+            ev.stated_parts[part] = _items(_STATED_BASES[part], stated.get(part), ref, whole, excluded, conversations)
 
     bundle = row.get(OBSERVATIONS)
     if isinstance(bundle, dict):
@@ -141,7 +184,7 @@ def read(row: dict[str, Any]) -> Evidence:
             if whole and len(ev.record_claims) == len(records):
                 ev.records = ev.record_claims  # what `_items` would keep: every record, none excluded
             else:
-                ev.records = _items(_RECORDS, records, _RECORD, whole, excluded)
+                ev.records = _items(_RECORDS, records, _RECORD, whole, excluded, ev.conversations)
         ev.observations_valid = whole and _bundle_invariants_hold(ev.records)
         ev.observation_gaps = _items(_OBSERVATION_GAPS, bundle.get("gaps"), _GAP, whole, excluded)
 

@@ -174,7 +174,7 @@ class _Builder:
             if differs:
                 self.gaps_head.append(_gap("producer_trajectory_identity_mismatch", detail=",".join(differs)))
         parts = ev.stated_parts
-        self.invocations = [canonical.invocation(i.data) for i in parts["invocations"]]
+        self.invocations = [canonical.invocation(i.data, ev.conversation(i)) for i in parts["invocations"]]
         self.tool_calls = [canonical.tool_call(i.data) for i in parts["tool_calls"]]
         for item in parts["model_calls"]:
             self.model_calls.append(canonical.model_call(item.data))
@@ -216,7 +216,7 @@ class _Builder:
                 self.observed_invocations.append(item)
                 if item.data["invocation_id"] not in known:
                     known.add(item.data["invocation_id"])
-                    self.invocations.append(canonical.invocation(item.data))
+                    self.invocations.append(canonical.invocation(item.data, ev.conversation(item)))
             elif kind == "tool_call":
                 tools.append(item.data)
             elif kind == "context_compaction":
