@@ -81,3 +81,9 @@ def test_show_truncates_long_values():
     assert show("x" * 500).endswith("…")
     assert len(show("x" * 500)) == 60
     assert show({}) == "{}" and show([1, 2]) == "an array of 2"
+
+
+def test_dependent_required_names_what_is_missing_and_why():
+    checker = _PythonChecker(Draft202012Validator({"dependentRequired": {"a": ["b", "c"]}}))
+    found = sorted(m for e in checker.errors({"a": 1, "c": 2}) for _, _, m in describe(e, "x"))
+    assert found == ["`x` has `a` but is missing `b`"]

@@ -10,15 +10,45 @@ rules (TL3xx), which own it: they say what the value means and what NeMo Gym doe
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import orjson
 
 from trajlint.check.countfields import count_pointers, owned_by_count_rules
 from trajlint.check.rule import Violation, row_rule
-from trajlint.check.schema_errors import describe, escape, pointer, show
+from trajlint.check.schema_errors import describe, describe_item, escape, pointer, show
 from trajlint.check.subject import Subject
 from trajlint.contract import validate as validation
-from trajlint.row.sections import SECTION_EVIDENCE
+from trajlint.pointer import resolve
+from trajlint.row.sections import OBSERVATIONS, SECTION_EVIDENCE, STATED
+
+# The sections whose records hold conversations: the list of records in each.
+_CONVERSATION_HOLDERS = {OBSERVATIONS: "records", STATED: "invocations"}
+# What NeMo Gym 0.7.0 does with a section that holds an item it rejects.
+_REJECTED = {
+    OBSERVATIONS: (
+        "NeMo Gym 0.7.0 rejects the item, and with it the whole observation bundle"
+        " (its collector drops the bundle with the gap `agent_observations_invalid`)"
+    ),
+    STATED: (
+        "NeMo Gym 0.7.0 rejects the item, and with it the whole trajectory (`record_unreadable` in its"
+        " health check; its collector drops the trajectory with the gap `producer_trajectory_invalid`)"
+    ),
+}
+
+
+def _conversation_item(key: str, path: tuple[str | int, ...]) -> int:
+    """How long the part of `path` is that names a conversation item (`records/0/conversation/3`); 0 if none."""
+    holder = _CONVERSATION_HOLDERS.get(key)
+    inside = (
+        holder is not None
+        and len(path) >= 4
+        and path[0] == holder
+        and isinstance(path[1], int)
+        and path[2] == "conversation"
+        and isinstance(path[3], int)
+    )
+    return 4 if inside else 0
 
 
 def _section_errors(subject: Subject, key: str, schema: str) -> Iterator[Violation]:
@@ -36,7 +66,12 @@ def _section_errors(subject: Subject, key: str, schema: str) -> Iterator[Violati
         yield Violation("/" + escape(key), message)
         return
     seen: set[tuple[str, str]] = set()
+    items: dict[tuple[str | int, ...], list[tuple[list[str | int], Any]]] = {}
     for error in validation.checker(schema).errors(value):
+        at = _conversation_item(key, error.path)
+        if at:
+            items.setdefault(error.path[:at], []).append((list(error.path[at:]), error))
+            continue
         for path, keyword, message in describe(error, key):
             ptr = pointer([key, *path])
             if (ptr, message) in seen:
@@ -47,6 +82,9 @@ def _section_errors(subject: Subject, key: str, schema: str) -> Iterator[Violati
             ):
                 continue  # negative-count / non-integer-count report it, with its meaning
             yield Violation(ptr, message)
+    for path, errors in items.items():
+        item = resolve(value, pointer(path), None)
+        yield Violation(pointer([key, *path]), f"{describe_item(item, errors)}; {_REJECTED[key]}")
 
 
 @row_rule("row-schema", reads=["row"])
