@@ -37,3 +37,30 @@ def test_an_instance_without_errors_is_valid_without_validating_again(backend):
     assert checker.is_valid(good)
     assert list(checker.errors(bad))
     assert not checker.is_valid(bad)
+
+
+def test_errors_of_a_valid_instance_are_not_collected(monkeypatch):
+    # jsonschema-rs answers "is it valid?" well before it has collected no errors: it asks first.
+    pytest.importorskip("jsonschema_rs")
+    monkeypatch.setenv("TRAJLINT_SCHEMA_BACKEND", "rust")
+    validation._backend.cache_clear()
+    try:
+        checker = validation.checker("conversation-item")
+        collected = []
+        real = checker._validator
+
+        class Spy:
+            def is_valid(self, instance):
+                return real.is_valid(instance)
+
+            def iter_errors(self, instance):
+                collected.append(instance)
+                return real.iter_errors(instance)
+
+        monkeypatch.setattr(checker, "_validator", Spy())
+        assert list(checker.errors({"type": "compaction_trigger"})) == []
+        assert collected == []
+        assert list(checker.errors({"type": "bogus"}))
+        assert collected == [{"type": "bogus"}]
+    finally:
+        validation._backend.cache_clear()

@@ -170,7 +170,9 @@ class _RustChecker(_LastValid):
             return False
 
     def errors(self, instance: Any) -> Iterator[SchemaError]:
-        if self._known_valid(instance):
+        # Most sections are valid, and asking whether is much cheaper than collecting no errors
+        # (branches that only decide stop at the first failure): ask first.
+        if self.is_valid(instance):
             return
         try:
             raw = list(self._validator.iter_errors(instance))
