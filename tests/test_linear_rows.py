@@ -13,11 +13,13 @@ from typing import Any
 import orjson
 import pytest
 
+from trajlint.builder import build
 from trajlint.builder.evidence import Item, _bundle_invariants_hold
+from trajlint.builder.ledger import AGENT, SESSION, CallEntry, CallIndex, Claim, ref_key
 from trajlint.check.rules.structure import parent_cycle
 from trajlint.check.subject import row_subject
 
-from .rule_rows import invocation, row
+from .rule_rows import call, invocation, row
 
 
 def _violations(rule, data: dict[str, Any]) -> list[tuple[str, str, list[str]]]:
@@ -131,3 +133,72 @@ def test_bundle_invariants_agree_with_walking_every_start(seed):
     names = [f"i{k}" for k in range(rng.randrange(1, 10))]
     parents = {name: rng.choice([*names, "gone", None, None]) for name in names}
     assert _bundle_invariants_hold(_records(parents)) == _acyclic_walking_every_start(parents)
+
+
+# -- finding the calls a reference names ---------------------------------------------------------
+
+
+def _match_by_filtering(calls: list[CallEntry], ref: Any) -> list[CallEntry] | None:
+    """The former lookup: the calls of the id, filtered by the reference's other fields."""
+    key = ref_key(ref)
+    if key is None:
+        return None
+    call_id, model_ref, response_id = key
+    if call_id is not None:
+        return [e for e in calls if e.model_call_id == call_id
+                and (model_ref is None or e.model_ref == model_ref)
+                and (response_id is None or e.response_id == response_id)]
+    if model_ref is not None and response_id is not None:
+        return [e for e in calls if e.model_ref == model_ref and e.response_id == response_id]
+    return None
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_call_index_matches_what_filtering_the_calls_matches(seed):
+    rng = random.Random(seed)
+    ids, servers, responses = ["a", "b", None], [("m", "p"), ("m", "q"), None], ["r1", "r2", None]
+    calls = [CallEntry(k, rng.choice(ids), rng.choice(responses), rng.choice(servers), [f"/c/{k}"], True)
+             for k in range(rng.randrange(0, 12))]
+    index = CallIndex(calls)
+    for _ in range(40):
+        ref: Any = {}
+        for name, values in (("model_call_id", [*ids, ""]), ("response_id", [*responses, ""]),
+                             ("model_ref", [{"type": "m", "name": "p"}, {"type": "m", "name": "q"}, "x", None])):
+            if rng.random() < 0.7:
+                ref[name] = rng.choice(values)
+        if rng.random() < 0.05:
+            ref = "not a reference"
+        expected = _match_by_filtering(calls, ref)
+        found = index.match(ref)
+        assert (None if found is None else list(found)) == expected, ref
+
+
+def test_agent_owners_are_distinct_in_claim_order():
+    entry = CallEntry(0, "c", None, None, ["/c/0"], True)
+    owners = ["b", "a", "b", None, "c", "a"]
+    entry.claims = [Claim(AGENT if k % 2 else SESSION, o, f"/p/{k}", valid=o != "c") for k, o in enumerate(owners)]
+    assert entry.agent_owners(valid_only=False) == ["b", "a", "c"]
+    assert entry.agent_owners() == ["b", "a"]
+
+
+# -- the build's session ownership, looked up per invocation -----------------------------------
+
+
+def test_session_ownership_goes_to_the_invocation_the_session_names():
+    calls = [call(f"c{k}", k, client_session_id=f"inv{k % 3}") for k in range(9)]
+    calls.append(call("c9", 9, client_session_id=["not", "an", "id"]))
+    records = [invocation(f"inv{k}") for k in range(3)]
+    built = build(row(calls, records))
+    owners = {e.model_call_id: [(c.kind, c.owner) for c in e.claims] for e in built.ledger.calls}
+    assert owners == {f"c{k}": [(SESSION, f"inv{k % 3}")] for k in range(9)} | {"c9": []}
+    joined = {i["invocation_id"]: [r["model_call_id"] for r in i["model_calls"]]
+              for i in built.trajectory["invocations"]}
+    assert joined == {f"inv{j}": [f"c{k}" for k in range(j, 9, 3)] for j in range(3)}
+
+
+def test_many_references_to_one_shared_id_share_one_candidate_tuple():
+    built = build(row([call("x", k) for k in range(50)], [invocation("inv", *["x"] * 50)]))
+    unresolved = built.ledger.unresolved
+    assert len(unresolved) == 50 and all(u.reason == "ambiguous" for u in unresolved)
+    assert unresolved[0].candidates == tuple(range(50))
+    assert all(u.candidates is unresolved[0].candidates for u in unresolved)
