@@ -142,13 +142,17 @@ def _bundle_invariants_hold(records: list[Item]) -> bool:
             if key in parents:
                 return False
             parents[key] = item.data.get("parent_invocation_id")
+    # Each invocation is walked through once: an earlier walk that passed it found its way up
+    # ends at a root. (Walking every start to its root is quadratic on a long chain.)
+    cleared: set[Any] = set()
     for start in parents:
         seen, node = set(), start
-        while node in parents and node is not None:
+        while node in parents and node is not None and node not in cleared:
             if node in seen:
                 return False
             seen.add(node)
             node = parents[node]
+        cleared |= seen
     return True
 
 

@@ -79,16 +79,11 @@ class CallEntry:
 
     def agent_owners(self, *, valid_only: bool = True) -> list[str]:
         """Distinct agent invocations claiming the call, in claim order."""
-        owners: list[str] = []
+        owners: dict[str, None] = {}  # a dict keeps claim order and looks an owner up at once
         for claim in self.claims:
-            if (
-                claim.kind in AGENT_KINDS
-                and claim.owner is not None
-                and (claim.valid or not valid_only)
-                and claim.owner not in owners
-            ):
-                owners.append(claim.owner)
-        return owners
+            if claim.kind in AGENT_KINDS and claim.owner is not None and (claim.valid or not valid_only):
+                owners.setdefault(claim.owner)
+        return list(owners)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -166,33 +161,43 @@ def server_key(model_ref: Any) -> tuple[str, str] | None:
 
 class CallIndex:
     """Finds the calls a reference names: by id (agreeing on ref and response id when given), else
-    by the exact (model_ref, response_id) pair."""
+    by the exact (model_ref, response_id) pair.
+
+    Every form of reference is one dictionary lookup, and a form's answer is one shared tuple:
+    when thousands of calls share an id and thousands of references name it, filtering the
+    calls per reference (or copying the answer) would be quadratic.
+    """
 
     def __init__(self, calls: list[CallEntry]):
-        self._by_id: dict[str, list[CallEntry]] = {}
-        self._by_pair: dict[tuple[tuple[str, str], str], list[CallEntry]] = {}
+        # (model_call_id, model_ref or None, response_id or None) -> calls; the id alone, the
+        # id with either filter, the id with both; and (None, model_ref, response_id) for pairs.
+        found: dict[tuple[str | None, tuple[str, str] | None, str | None], list[CallEntry]] = {}
         for entry in calls:
-            if entry.model_call_id:
-                self._by_id.setdefault(entry.model_call_id, []).append(entry)
-            if entry.model_ref is not None and entry.response_id:
-                self._by_pair.setdefault((entry.model_ref, entry.response_id), []).append(entry)
+            call_id, model_ref, response_id = entry.model_call_id, entry.model_ref, entry.response_id
+            response_id = response_id if isinstance(response_id, str) else None  # a key's is text
+            if isinstance(call_id, str) and call_id:
+                found.setdefault((call_id, None, None), []).append(entry)
+                if model_ref is not None:
+                    found.setdefault((call_id, model_ref, None), []).append(entry)
+                if response_id:
+                    found.setdefault((call_id, None, response_id), []).append(entry)
+                if model_ref is not None and response_id:
+                    found.setdefault((call_id, model_ref, response_id), []).append(entry)
+            if model_ref is not None and response_id:
+                found.setdefault((None, model_ref, response_id), []).append(entry)
+        self._found = {key: tuple(entries) for key, entries in found.items()}
 
-    def match(self, ref: Any) -> list[CallEntry] | None:
+    def match(self, ref: Any) -> tuple[CallEntry, ...] | None:
         """The matching calls, or None when the reference can never match (not joinable)."""
         return self.match_key(ref_key(ref))
 
-    def match_key(self, key: tuple[str | None, tuple[str, str] | None, str | None] | None) -> list[CallEntry] | None:
+    def match_key(
+        self, key: tuple[str | None, tuple[str, str] | None, str | None] | None
+    ) -> tuple[CallEntry, ...] | None:
         """`match` for a reference whose `ref_key` the caller already has."""
         if key is None:
             return None
         call_id, model_ref, response_id = key
-        if call_id is not None:
-            return [
-                entry
-                for entry in self._by_id.get(call_id, ())
-                if (model_ref is None or entry.model_ref == model_ref)
-                and (response_id is None or entry.response_id == response_id)
-            ]
-        if model_ref is not None and response_id is not None:
-            return list(self._by_pair.get((model_ref, response_id), ()))
-        return None
+        if call_id is None and (model_ref is None or response_id is None):
+            return None
+        return self._found.get(key, ())

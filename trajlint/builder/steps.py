@@ -156,6 +156,9 @@ class _Builder:
         self.gaps_join: list[dict[str, Any]] = []
         self.gaps_capture: list[dict[str, Any]] = []
         self.call_index: CallIndex | None = None
+        # The candidates of a reference that names several calls, one tuple per reference form:
+        # thousands of references to one id shared by thousands of calls share one tuple.
+        self.candidates: dict[Any, tuple[int, ...]] = {}
 
     # -- evidence into lists -----------------------------------------------------------------
 
@@ -264,34 +267,35 @@ class _Builder:
 
     def claim(
         self, ledger: Ledger, index: CallIndex, ref: Any, kind: str, owner: str | None, pointer: str, valid: bool = True
-    ) -> list[CallEntry]:
+    ) -> None:
         key = ref_key(ref)
         claim = Claim(kind, owner, pointer, valid, key is not None and key[0] is not None)
         matches = index.match_key(key)
         if matches is None:
             ledger.unresolved.append(Unresolved(claim, ref, (), "unjoinable"))
-            return []
-        if len(matches) != 1:
+        elif len(matches) != 1:
             reason = "unmatched" if not matches else "ambiguous"
-            ledger.unresolved.append(Unresolved(claim, ref, tuple(e.index for e in matches), reason))
-            return []
-        matches[0].claims.append(claim)
-        return matches
+            candidates = self.candidates.get(key)
+            if candidates is None:
+                candidates = self.candidates[key] = tuple(e.index for e in matches)
+            ledger.unresolved.append(Unresolved(claim, ref, candidates, reason))
+        else:
+            matches[0].claims.append(claim)
 
     def ledger(self) -> Ledger:
         ledger = Ledger(self.entries())
         index = self.call_index = CallIndex(ledger.calls)
         valid_records = {id(item.data) for item in self.ev.records}
         by_id = {e.model_call_id: e for e in ledger.calls if e.model_call_id}
+        sessions = _sessions(self.capture_of)
 
         def agent_claims(owner: Any, refs: Any, base: str, valid: bool) -> None:
             owner = owner if isinstance(owner, str) else None
             for j, ref in enumerate(refs if isinstance(refs, list) else []):
                 self.claim(ledger, index, ref, AGENT, owner, f"{base}/model_calls/{j}", valid)
             # NeMo Gym's session auto-ownership: a call whose client session names this invocation.
-            for position, raw in enumerate(self.capture_of):
-                if raw is None or owner is None or raw.get("client_session_id") != owner:
-                    continue
+            for position in sessions.get(owner, ()):
+                raw = self.capture_of[position]
                 entry = by_id.get(raw.get("model_call_id")) if isinstance(raw.get("model_call_id"), str) else None
                 if entry is not None and entry.index == position:
                     pointer = f"{self.locations[position][-1]}/client_session_id"
@@ -348,6 +352,9 @@ class _Builder:
         owned: dict[int, str] = {}
         gaps = self.gaps_join
         built = {inv["invocation_id"]: inv for inv in self.invocations}
+        sessions = _sessions(self.capture_of)
+        # A built invocation is the observed record's copy unless the stated trajectory holds it.
+        stated_ids = {i.data.get("invocation_id") for i in self.ev.stated_parts.get("invocations", [])}
 
         def label(ref: Any) -> str | None:
             key = ref_key(ref)
@@ -359,10 +366,10 @@ class _Builder:
         for item in self.observed_invocations:
             owner = item.data["invocation_id"]
             refs = [r for r in item.data.get("model_calls") or [] if isinstance(r, dict)]
-            referenced = {e.index for r in refs for e in index.match(r) or ()}  # calls the refs name
-            for entry in captured:
-                raw = self.capture_of[entry.index]
-                if raw.get("client_session_id") == owner and entry.model_call_id and entry.index not in referenced:
+            referenced = _named(index, refs)  # calls the refs name
+            for position in sessions.get(owner, ()):
+                entry = ledger.calls[position]
+                if entry.model_call_id and entry.index not in referenced:
                     ref = {"model_call_id": entry.model_call_id, "model_ref": None, "response_id": None}
                     refs.append(ref)
                     referenced.update(e.index for e in index.match(ref) or ())
@@ -382,7 +389,7 @@ class _Builder:
                     ref = {"model_call_id": entry.model_call_id, "model_ref": model_ref, "response_id": entry.response_id}
                 rewritten.append(canonical.ref(ref))
             target = built.get(owner)
-            if target is not None and self._is_observed_copy(target, item):
+            if target is not None and target["invocation_id"] not in stated_ids:
                 target["model_calls"] = rewritten
         for item in self.compactions:
             owner = item.data["invocation_id"]
@@ -415,11 +422,6 @@ class _Builder:
                 call_index = raw.get("call_index")
                 detail = f"capture:{entry.model_call_id or entry.response_id or 'unknown'}:call_index={call_index}"
                 gaps.append(_gap("model_call_ownership_unavailable", None, detail))
-
-    def _is_observed_copy(self, target: dict[str, Any], item: Item) -> bool:
-        """The built invocation came from this observed record (not from the stated trajectory)."""
-        stated_ids = {i.data.get("invocation_id") for i in self.ev.stated_parts.get("invocations", [])}
-        return target["invocation_id"] not in stated_ids
 
     # -- turns ---------------------------------------------------------------------------------
 
@@ -496,6 +498,32 @@ class _Builder:
             "gaps": _dedupe(gaps),
         }
         return Build(trajectory, ledger, expected, self.ev, self.compactions, self.identity, self.call_index)
+
+
+def _named(index: CallIndex, refs: list[dict[str, Any]]) -> set[int]:
+    """The positions of the calls the references match, each form of reference looked up once
+    (thousands of references may name one id that thousands of calls share)."""
+    named: set[int] = set()
+    keys: set[Any] = set()
+    for ref in refs:
+        key = ref_key(ref)
+        if key not in keys:
+            keys.add(key)
+            named.update(e.index for e in index.match_key(key) or ())
+    return named
+
+
+def _sessions(capture_of: list[dict[str, Any] | None]) -> dict[str, list[int]]:
+    """client_session_id -> the positions of the captured calls carrying it, in order.
+
+    Looked up per invocation; scanning every call for every invocation is quadratic.
+    """
+    sessions: dict[str, list[int]] = {}
+    for position, raw in enumerate(capture_of):
+        session = raw.get("client_session_id") if raw is not None else None
+        if isinstance(session, str):
+            sessions.setdefault(session, []).append(position)
+    return sessions
 
 
 def _turn_owner(entry: CallEntry) -> str | None:

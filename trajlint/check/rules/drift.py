@@ -60,7 +60,7 @@ class _View:
         # Computed once per call, not once per turn: thousands of turns may name one call, and
         # each of these looks at every claim on it.
         self.other_rules = {e.index for e in self.calls if e.is_helper or e.is_verifier_owned}
-        self._owners: dict[int, list[str]] = {}
+        self._owners: dict[int, dict[str, None]] = {}
         for entry in self.calls:
             for claim in entry.claims_of(TURN):
                 turn = _turn_index(claim)
@@ -71,10 +71,11 @@ class _View:
             _turn_index(u.claim) for u in build.ledger.unresolved if u.claim.kind == TURN
         }
 
-    def agent_owners(self, entry: CallEntry) -> list[str]:
+    def agent_owners(self, entry: CallEntry) -> dict[str, None]:
+        """The call's agent owners in claim order (a dict: thousands of turns may ask about one)."""
         owners = self._owners.get(entry.index)
         if owners is None:
-            owners = self._owners[entry.index] = entry.agent_owners(valid_only=False)
+            owners = self._owners[entry.index] = dict.fromkeys(entry.agent_owners(valid_only=False))
         return owners
 
     def tool_calls(self, entry: CallEntry) -> int:
@@ -165,10 +166,10 @@ def _stated_turn(subject: Subject, view: _View, t: int, turn: dict[str, Any]) ->
         why = "returned no response (a call that returned nothing is no policy decision)"
     elif not owners:
         why = "no agent invocation claims"
-    elif invocation in owners:
+    elif isinstance(invocation, str) and invocation in owners:  # a turn's id may be any JSON value
         return  # the call went to another claimant: ownership-conflict reports it
     else:
-        why = f"belongs to agent invocation {owner_text(owners[0])}"
+        why = f"belongs to agent invocation {owner_text(next(iter(owners)))}"
     ref = view.turn_claim[(entry.index, t)]
     yield Violation(
         ref.pointer,

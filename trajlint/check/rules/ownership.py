@@ -12,6 +12,7 @@ bundle's invocations again in the trajectory) is one claim, never a conflict.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import chain
 
 from trajlint.builder.ledger import (
     AGENT_KINDS,
@@ -98,8 +99,9 @@ def compaction_claim_conflict(subject: Subject) -> Iterator[Violation]:
                     cite(subject, entry, leave_out=claim.pointer),
                 )
         agent_owners = entry.agent_owners(valid_only=False)
+        owning = set(agent_owners)
         for marker in first_claims(entry.claims, (COMPACTION_BEFORE, COMPACTION_AFTER)).values():
-            if marker.owner is None or not agent_owners or marker.owner in agent_owners:
+            if marker.owner is None or not agent_owners or marker.owner in owning:
                 continue
             yield Violation(
                 marker.pointer,
@@ -206,17 +208,23 @@ def ambiguous_reference(subject: Subject) -> Iterator[Violation]:
     """A claim whose (model_ref, response_id) reference matches several model calls."""
     ledger = subject.build.ledger
     ambiguous = [u for u in ledger.unresolved if u.reason == "ambiguous"]
+    # A reference's candidates depend on its form alone; many owners may name one form, and
+    # each look at the candidates costs their number.
+    one_id: dict[object, bool] = {}
     for group in _grouped(ambiguous):
         first = group[0]
-        if len({ledger.calls[i].model_call_id for i in first.candidates}) == 1:
+        key = ref_key(first.ref)
+        if key not in one_id:
+            one_id[key] = len({ledger.calls[i].model_call_id for i in first.candidates}) == 1
+        if one_id[key]:
             continue  # the candidates share one id: duplicate-model-call-id reports the cause
-        candidates = [loc for i in first.candidates for loc in ledger.calls[i].locations]
+        candidates = (loc for i in first.candidates for loc in ledger.calls[i].locations)  # cited: the first few
         yield Violation(
             first.claim.pointer,
             f"{claim_phrase(first.claim)} references {ref_label(first.ref)}, which matches "
             f"{len(first.candidates)} model calls; without a model_call_id the claim cannot say "
             "which (NeMo Gym reports model_call_reference_ambiguous and owns none of them)",
-            places(subject, [*(u.claim.pointer for u in group), *candidates], leave_out=first.claim.pointer),
+            places(subject, chain((u.claim.pointer for u in group), candidates), leave_out=first.claim.pointer),
         )
 
 
@@ -230,7 +238,14 @@ def unowned_model_call(subject: Subject) -> Iterator[Violation]:
         return  # no agent evidence at all: ownership was not observed, nothing is "unowned"
     ledger = subject.build.ledger
     # A candidate of an ambiguous claim is claimed, just not uniquely: that is the claim's defect.
-    contested = {i for u in ledger.unresolved for i in u.candidates}
+    # Each form of reference once: thousands of references may share one form and its candidates.
+    contested: set[int] = set()
+    forms: set[object] = set()
+    for u in ledger.unresolved:
+        key = ref_key(u.ref)
+        if key not in forms:
+            forms.add(key)
+            contested.update(u.candidates)
     for entry in ledger.calls:
         if entry.index in contested or any(c.kind in _OWNING_KINDS for c in entry.claims):
             continue

@@ -142,17 +142,20 @@ def _known_invocations_of(subject: Subject) -> set[str]:
 @row_rule("parent-cycle", reads=["row"])
 def parent_cycle(subject: Subject) -> Iterator[Violation]:
     parents = _parents(subject)
-    reported: set[str] = set()
+    # Each invocation is walked through once: a walk stops at an invocation an earlier walk
+    # passed, whose way up is known to end at a root, a missing parent or a reported cycle.
+    # (Walking every start to its end is cubic on a long chain.)
+    done: set[str] = set()
     for start in parents:
-        path: list[str] = []
-        node: str | None = start
-        while node in parents and node not in path and node not in reported:
-            path.append(node)
+        path: dict[str, int] = {}  # invocation -> its place in this walk
+        node = start
+        while node in parents and node not in path and node not in done:
+            path[node] = len(path)
             node = parents[node][0][0]
-        if node is None or node not in path:
+        done.update(path)
+        if node not in path:
             continue
-        cycle = path[path.index(node):]
-        reported.update(cycle)
+        cycle = list(path)[path[node]:]
         pointers = [ptr for member in cycle for _, ptr in parents[member]]
         loop = " → ".join(repr(m) for m in [*cycle, cycle[0]])
         yield Violation(
