@@ -241,6 +241,13 @@ PROBES = [
     p("O_gap_extra_key", "obs", _set(*OBS, "gaps", value=[{"code": "turns_unavailable", "x": 1}]), {"TL103"}, OBS_DROPPED),
     p("O_invocation_id_int", "obs", _set(*INV, "invocation_id", value=5), {"TL103"}, OBS_DROPPED),
     p("O_missing_parent", "obs", _set(*INV, "parent_invocation_id", value="ghost"), {"TL408(w)"}, OBS_GYM),
+    # #40: NeMo Gym's OpenCode and Claude Code agents write a subagent_parent_unavailable gap beside it.
+    p(
+        "O_missing_parent_explained", "obs",
+        _both(_set(*INV, "parent_invocation_id", value="ghost"),
+              _set(*OBS, "gaps", value=[{"code": "subagent_parent_unavailable", "invocation_id": "inv_0-0", "detail": "ghost"}])),
+        (), {**OBS_GYM, "build": ["subagent_parent_unavailable", "turns_unavailable"]}, True,
+    ),
     p("O_negative_duration", "obs", _set(*INV, "duration_ms", value=-1.0), {"TL301"}, OBS_DROPPED),
     p("O_parent_cycle", "obs", _set(*INV, "parent_invocation_id", value="inv_0-0"), {"TL407"}, OBS_DROPPED),
     p("O_record_unknown_kind", "obs", _set(*TOOL, "kind", value="bogus"), {"TL103"}, OBS_DROPPED),
