@@ -229,8 +229,8 @@ PROBES = [
     p("C_metrics_missing", "cap", _drop(*CAP, "metrics"), {"TL102"}, CAP_GYM),
     p("C_rollout_id_missing", "cap", _drop(*CAP, "rollout_id"), {"TL102"}, CAP_GYM),
     p("C_tokens_in_negative", "cap", _set(*CALL0, "tokens_in", value=-1), {"TL301"}, CAP_GYM),
-    # #31: NeMo Gym's record wants a list, and nothing validates it again.
-    p("C_tool_calls_null", "cap", _set(*CALL0, "tool_calls", value=None), {"TL107(w)"}, {**CAP_GYM, "capture": "rejects"}, True),
+    # #31: NeMo Gym's record rejects it (though no 0.7.0 reader validates a persisted call again).
+    p("C_tool_calls_null", "cap", _set(*CALL0, "tool_calls", value=None), {"TL102"}, {**CAP_GYM, "capture": "rejects"}),
     # -- B.4 the observation bundle --------------------------------------------------------------
     # #17: null is absent, and NeMo Gym's single_agent_turn server writes it.
     p("O_null_bundle", "obs", _set(*OBS, value=None), (), CAP_GYM, True),

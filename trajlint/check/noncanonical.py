@@ -2,7 +2,7 @@
 
 The schemas say what NeMo Gym writes, so they reject these values, and NeMo Gym still reads
 them: a count written `"12"` or `12.0` that its validation coerces, a negative or boolean task
-index that its health check takes as it is, a null section it reads as absent. Such a value is
+index that its health check takes as it is, a null trajectory it reads as absent. Such a value is
 a warning (the writer should write the canonical form) rather than an error, so the schema rules
 leave each one listed here to that rule (`owned`), as they leave bad counts to the count rules.
 """
@@ -15,7 +15,7 @@ from trajlint.check.schema_errors import got, show
 from trajlint.check.subject import Subject
 from trajlint.contract.lax import BOOLEAN, INTEGER
 from trajlint.pointer import child
-from trajlint.row import walk
+from trajlint.row.sections import STATED
 
 _WRITES = {INTEGER: "a JSON integer", BOOLEAN: "a JSON boolean"}
 
@@ -56,16 +56,9 @@ def _noncanonical(subject: Subject) -> list[Noncanonical]:
         why = _index(key, row[key]) if key in row else None
         if why is not None:
             out.append(Noncanonical(child("", key), f"`{key}` is {got(row[key])}; {why}"))
-    for key in ("ng_trajectory", "ng_perf"):
+    for key in (STATED, "ng_perf"):
         if key in row and row[key] is None:
             out.append(Noncanonical(child("", key), f"`{key}` is null; NeMo Gym reads it as absent, but never writes null there (leave the key out)"))
-    for base, call in walk.capture_calls(subject):
-        if "tool_calls" in call and call["tool_calls"] is None:
-            out.append(Noncanonical(
-                f"{base}/tool_calls",
-                "`tool_calls` is null; NeMo Gym's captured-call record requires a list (its writer writes [] when "
-                "the response requested no tool call), though no 0.7.0 reader validates the call again",
-            ))
     for value in subject.build.evidence.coerced:
         writes = _WRITES.get(value.kind, "a JSON number")
         out.append(Noncanonical(
