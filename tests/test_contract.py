@@ -478,10 +478,14 @@ def test_row_keeps_agent_result_keys():
         (_row(_ng_attempt_index=-1), "greater_than_equal"),
         (_row(_ng_rollout_id="-starts-with-dash"), "string_pattern_mismatch"),
         (_row(_ng_rollout_id="has/slash"), "string_pattern_mismatch"),
-        (_row(agent_ref={"type": "responses_api_models", "name": "a"}), "literal_error"),
+        (_row(agent_ref="simple_agent"), "agent_ref"),
+        (_row(_ng_task_id="t1"), "_ng_task_id"),
+        (_row(_ng_task_id={"taskset": "s", "task_id": ""}), "string_too_short"),
+        (_row(_ng_task_id={"taskset": "s", "task_id": "t", "x": 1}), "extra_forbidden"),
+        (_row(_ng_failure_stage="bogus"), "literal_error"),
+        (_row(_ng_rollout_id="abc-a1"), "attempt suffix"),
         (_row(ng_trajectory="{}"), "ng_trajectory"),
         (_row(ng_trajectory=None), "must not be null"),
-        (_row(ng_agent_observations=None), "must not be null"),
         (_row(ng_model_call_capture=[]), "ng_model_call_capture"),
         (_row(ng_verifier_invocations={}), "ng_verifier_invocations"),
         (_row(resolved="maybe"), "bool_parsing"),
@@ -490,6 +494,17 @@ def test_row_keeps_agent_result_keys():
 )
 def test_row_rejects(data, expected):
     _rejects(RolloutRow, data, expected)
+
+
+def test_row_as_nemo_gym_0_7_writes_it():
+    row = RolloutRow.model_validate(_row(
+        _ng_task_index="chunk-3:17", agent_ref={"name": "simple_agent"}, ng_agent_observations=None,
+        _ng_task_id={"taskset": "arith:demo", "task_id": "arith-001"}, _ng_failure_stage="verification",
+        _ng_rollout_id="abc-a0",
+    ))
+    assert (row.task_index, row.agent_ref.name, row.ng_agent_observations) == ("chunk-3:17", "simple_agent", None)
+    assert row.episode_task_id.taskset == "arith:demo"
+    assert RolloutRow.model_validate(_row(agent_ref=None)).agent_ref is None
 
 
 def test_row_sections_are_validated_with_their_models():

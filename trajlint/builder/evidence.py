@@ -5,7 +5,9 @@ what validates: a section that passes its schema is taken whole (the fast path f
 otherwise each item is checked on its own, the valid ones are kept and the others are listed as
 excluded, with their pointers, for the rules to see. An invocation that is invalid only because
 of items of its conversation is kept without them (its ownership claims stay in the build); the
-items are the ones excluded.
+items are the ones excluded. The observations and the stated trajectory are read as NeMo Gym's
+lax validation reads them first (`contract.lax`): a count written `"12"` or `12.0` is the count
+12 to the build, as it is to NeMo Gym.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from trajlint.contract import lax
 from trajlint.contract import validate as validation
 from trajlint.pointer import child
 from trajlint.row.sections import CAPTURE, OBSERVATIONS, STATED, VERIFIERS
@@ -42,6 +45,7 @@ class Evidence:
     """The usable parts of one row, each item with the pointer where it stands."""
 
     stated: bool = False  # the row carries an `ng_trajectory` object: its turns take precedence
+    stated_section: dict[str, Any] | None = None  # ... as NeMo Gym reads it (`lax.normalized`)
     stated_valid: bool = False  # ... and NeMo Gym would accept it whole
     stated_ids: tuple[Any, Any] = (None, None)  # its task_id and rollout_id as written
     stated_parts: dict[str, list[Item]] = field(default_factory=dict)
@@ -55,8 +59,9 @@ class Evidence:
     invalid_capture_gaps: int = 0
     verifiers: list[Item] = field(default_factory=list)  # every dict verifier invocation
     excluded: list[str] = field(default_factory=list)  # pointers of items left out of the build
+    coerced: list[lax.Coerced] = field(default_factory=list)  # values read only by NeMo Gym's coercion
     # The conversation kept of an invocation some of whose conversation items are excluded, by the
-    # `id` of the invocation's dict (the item keeps the row's own dict: claims are told apart by it).
+    # `id` of the invocation's dict (the item keeps the dict its section holds: claims are told apart by it).
     conversations: dict[int, list[Any]] = field(default_factory=dict)
 
     def conversation(self, item: Item) -> list[Any] | None:
@@ -170,7 +175,10 @@ def read(row: dict[str, Any]) -> Evidence:
 
     stated = row.get(STATED)
     if isinstance(stated, dict):
+        stated, coerced = lax.normalized(STATED, stated)
+        ev.coerced += coerced
         ev.stated = True
+        ev.stated_section = stated
         whole = validation.checker("trajectory").is_valid(stated)
         ev.stated_valid = whole and _record_invariants_hold(stated)
         ev.stated_ids = (stated.get("task_id"), stated.get("rollout_id"))
@@ -180,6 +188,8 @@ def read(row: dict[str, Any]) -> Evidence:
 
     bundle = row.get(OBSERVATIONS)
     if isinstance(bundle, dict):
+        bundle, coerced = lax.normalized(OBSERVATIONS, bundle)
+        ev.coerced += coerced
         ev.observations = True
         whole = validation.checker("agent-observations").is_valid(bundle)
         records = bundle.get("records")

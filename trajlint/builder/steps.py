@@ -301,7 +301,7 @@ class _Builder:
                     pointer = f"{self.locations[position][-1]}/client_session_id"
                     entry.claims.append(Claim(SESSION, owner, pointer, valid, True))
 
-        stated = self.row.get(STATED) if self.ev.stated else None
+        stated = self.ev.stated_section
         stated_valid = {id(i.data) for part in self.ev.stated_parts.values() for i in part}
         if stated is not None:
             for i, inv in enumerate(_list(stated.get("invocations"))):

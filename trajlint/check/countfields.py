@@ -113,7 +113,11 @@ def _count_fields_of(subject: Subject) -> list[tuple[str, Any, Count]]:
 
 
 class Defects(NamedTuple):
-    """The row's counts the count rules report: below their bound, and not JSON integers."""
+    """The row's counts the count rules report: below their bound, and not JSON integers.
+
+    A non-integer count NeMo Gym's lax validation reads without loss (`"12"` or `12.0` in the
+    observations or the trajectory) is not one: `noncanonical-value` reports it as a warning.
+    """
 
     negative: list[tuple[str, Any, Count]]
     lax: list[tuple[str, Any, Count, str]]  # ..., and what the value is instead (`lax_kind`)
@@ -134,9 +138,13 @@ def _count_defects_of(subject: Subject) -> Defects:
         if is_negative(value, field):
             defects.negative.append((ptr, value, field))
         kind = lax_kind(value, field)
-        if kind is not None:
+        if kind is not None and ptr not in _coerced(subject):
             defects.lax.append((ptr, value, field, kind))
     return defects
+
+
+def _coerced(subject: Subject) -> frozenset[str]:
+    return subject.memo("coerced-pointers", lambda s: frozenset(c.pointer for c in s.build.evidence.coerced))
 
 
 def count_pointers(subject: Subject) -> dict[str, Count]:

@@ -66,9 +66,16 @@ def _field(path: Sequence[str | int], section: str) -> str:
 
 
 def _single_types(subschemas: Sequence[Any]) -> list[str] | None:
-    """The types of an anyOf/oneOf whose branches differ only by type, else None."""
+    """The types of an anyOf/oneOf whose branches differ only by type, else None.
+
+    A branch that is only a reference to one of the document's `$defs` is an object: every
+    definition there is a model (`agent_ref` is an `AgentRef` or null).
+    """
     types: list[str] = []
     for sub in subschemas:
+        if isinstance(sub, dict) and set(sub) == {"$ref"} and str(sub["$ref"]).startswith("#/$defs/"):
+            types.append("object")
+            continue
         if not isinstance(sub, dict) or set(sub) - {"type", "title", "description"}:
             return None
         t = sub.get("type")
@@ -145,6 +152,8 @@ def describe(error: Any, section: str) -> Iterator[tuple[list[str | int], str, s
             yield path, keyword, f"{where} must carry {ways} (non-empty), got {show(value, 120)}"
         else:
             yield path, keyword, f"{where} matches none of its allowed shapes, got {show(value)}"
+    elif keyword == "not" and isinstance(expected, dict) and set(expected) == {"pattern"}:
+        yield path, keyword, f"{where} must not match /{expected['pattern']}/, got {show(value)}"
     elif keyword is None:  # a `false` subschema
         yield path, keyword, f"{where} is not allowed here"
     else:

@@ -34,11 +34,13 @@ PROFILES: dict[str, dict[str, str]] = {
     # What NeMo Gym 0.7.0 does by design is not an error for data it wrote: it makes a
     # compaction helper call a policy turn, and it knows no verifier ownership, so an agent's
     # claim on a grader's call stands and can become a turn. (Its hollow Anthropic turns are
-    # already information: trajectory-drift weighs content-only drift as info.)
+    # already information: trajectory-drift weighs content-only drift as info.) And a value it
+    # reads without loss, though its writers never write it (a count written "12"), is accepted.
     "nemo-gym-0.7": {
         "compaction-call-as-turn": "warning",
         "verifier-call-as-turn": "warning",
         "verifier-call-claimed-by-agent": "warning",
+        "noncanonical-value": "info",
     },
 }
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
         SandboxObservation,
         ToolCallObservation,
     )
-    from trajlint.contract.row import AgentRef, RolloutRow
+    from trajlint.contract.row import AgentRef, RolloutRow, TaskId
     from trajlint.contract.trajectory import (
         TrajectoryModelCall,
         TrajectoryRecord,
@@ -52,6 +52,7 @@ _MODULE_OF = {
     "ObservationModel": "common",
     "RolloutRow": "row",
     "SandboxObservation": "observations",
+    "TaskId": "row",
     "ToolCallObservation": "observations",
     "TrajectoryModelCall": "trajectory",
     "TrajectoryRecord": "trajectory",

@@ -58,8 +58,9 @@ class ModelCallRecord(_OpenModel):
     response_raw: str | None = Field(
         default=None, description="Response body text for streams, unparsable bodies or failed calls."
     )
-    tool_calls: list[dict[str, Any]] | None = Field(
-        default=None, description="Tool calls the response requested, as `{call_id, name, arguments}` objects."
+    tool_calls: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Tool calls the response requested, as `{call_id, name, arguments}` objects; `[]` for none.",
     )
     reasoning_content: str | None = Field(default=None, description="Reasoning text of the response, joined.")
     cache_hit: bool | None = Field(default=None, description="Whether any input tokens came from cache.")

@@ -1,16 +1,18 @@
 """One persisted rollout row: the collector's keys and the four evidence sections (contract §1).
 
-A row is the agent's result plus collector keys, so unknown keys are allowed. Keys the collector
-writes only in some rows may be absent, but most of them never hold null when present (the
-collector drops a null `ng_agent_observations`, for instance): those are declared with
-`_absent_or_value`, which rejects null both here and in the generated schema.
+A row is the agent's result plus collector keys, so unknown keys are allowed. The model says
+what NeMo Gym 0.7.0 writes. Keys the collector writes only in some rows may be absent, but most
+of them never hold null when present: those are declared with `_absent_or_value`, which rejects
+null both here and in the generated schema. Where NeMo Gym also reads forms it never writes (a
+null trajectory, a non-boolean `resolved`), the lint rules say so with less than an error.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from trajlint.contract.capture import ModelCallCapture
 from trajlint.contract.common import NonNegativeInt
@@ -20,6 +22,30 @@ from trajlint.contract.verifier import VerifierInvocations
 
 # An explicit capture key must be usable as a capture file name.
 ROLLOUT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+# NeMo Gym appends `-a<N>` to a retry's capture key, so an explicit id may not end that way: "x-a1"
+# would be the key of "x"'s first retry too (its EpisodeId rejects such an id).
+RESERVED_ATTEMPT_SUFFIX = r"-a[1-9][0-9]*$"
+FAILURE_STAGES = ("admission", "seed", "agent", "verification", "cleanup")
+
+
+def _not_reserved(rollout_id: str) -> str:
+    if re.search(RESERVED_ATTEMPT_SUFFIX, rollout_id):
+        raise ValueError("must not end with the attempt suffix '-a<N>' NeMo Gym reserves for retries")
+    return rollout_id
+
+
+RolloutId = Annotated[
+    str,
+    Field(pattern=ROLLOUT_ID_PATTERN, json_schema_extra={"not": {"pattern": RESERVED_ATTEMPT_SUFFIX}}),
+    AfterValidator(_not_reserved),
+]
+
+
+def _integer_or_string(json_schema: dict[str, Any]) -> None:
+    """`int >= 0 | str` as one `type` list: `minimum` binds only numbers, and an error names both types."""
+    branches = json_schema.pop("anyOf")
+    json_schema["type"] = [branch["type"] for branch in branches]
+    json_schema.update({key: value for branch in branches for key, value in branch.items() if key != "type"})
 
 
 def _drop_null(json_schema: dict[str, Any]) -> None:
@@ -39,10 +65,27 @@ def _absent_or_value(description: str, alias: str | None = None) -> Any:
 
 
 class AgentRef(BaseModel):
-    """Names the NeMo Gym agent server that ran the rollout (a plain model: unknown keys are ignored)."""
+    """Names the NeMo Gym agent server that ran the rollout.
 
-    type: Literal["responses_api_agents"] = Field(description="Server kind; always `responses_api_agents`.")
-    name: str = Field(description="Name of the agent server in the NeMo Gym configuration.")
+    The collector writes `{"name": ...}`, or the input row's own object as it was; NeMo Gym reads
+    only `name` and takes a missing one as no agent, so other keys are allowed.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str | None = Field(
+        default=None, description="Server kind, `responses_api_agents`, when the input row carried it; never read."
+    )
+    name: str | None = Field(default=None, description="Name of the agent server in the NeMo Gym configuration.")
+
+
+class TaskId(BaseModel):
+    """Identifies a materialized task: the taskset it belongs to and its id there (NeMo Gym's `TaskId`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    taskset: str = Field(min_length=1, description="Run-unique taskset name, e.g. `environment:taskset`.")
+    task_id: str = Field(min_length=1, description="Id of the task within its taskset.")
 
 
 class RolloutRow(BaseModel):
@@ -50,21 +93,27 @@ class RolloutRow(BaseModel):
 
     model_config = ConfigDict(extra="allow", serialize_by_alias=True)
 
-    task_index: NonNegativeInt = Field(alias="_ng_task_index", description="Index of the task in the input.")
+    task_index: NonNegativeInt | str = Field(
+        alias="_ng_task_index",
+        description="Index of the task: the input row's own value when it had one (kept as written), else a counter.",
+        json_schema_extra=_integer_or_string,
+    )
     rollout_index: NonNegativeInt = Field(alias="_ng_rollout_index", description="Repeat index of the rollout.")
     attempt_index: NonNegativeInt | None = _absent_or_value(
         "Retry attempt; present only if the input row had it.", "_ng_attempt_index"
     )
-    explicit_rollout_id: Annotated[str, Field(pattern=ROLLOUT_ID_PATTERN)] | None = _absent_or_value(
+    explicit_rollout_id: RolloutId | None = _absent_or_value(
         "Explicit capture key; present only if the input row had it.", "_ng_rollout_id"
     )
-    agent_ref: AgentRef | None = _absent_or_value("Agent server that ran the rollout.")
+    agent_ref: AgentRef | None = Field(
+        default=None, description="Agent server that ran the rollout; null or absent when none is named."
+    )
     environment_server: str | None = _absent_or_value(
         "Environment server that ran the row.", "_ng_environment_server"
     )
     result_type: str | None = _absent_or_value("Implementation type of the environment server.", "_ng_result_type")
-    episode_task_id: str | None = _absent_or_value(
-        "Task id of an environment-server episode reply.", "_ng_task_id"
+    episode_task_id: TaskId | None = _absent_or_value(
+        "Task of an environment-server episode (a materialized task).", "_ng_task_id"
     )
     failure_class: str | None = _absent_or_value(
         "Failure class, e.g. `agent_run_error` or `environment_server_failed`.", "_ng_failure_class"
@@ -74,7 +123,7 @@ class RolloutRow(BaseModel):
     )
     # NeMo Gym writes these three even when it has no value for them.
     failure_message: str | None = Field(default=None, alias="_ng_failure_message", description="Failure message.")
-    failure_stage: str | None = Field(
+    failure_stage: Literal[FAILURE_STAGES] | None = Field(
         default=None, alias="_ng_failure_stage", description="Stage in which the environment failed."
     )
     failure_partial_response: dict[str, Any] | None = _absent_or_value(
@@ -96,8 +145,9 @@ class RolloutRow(BaseModel):
     problem_id: Any = Field(default=None, description="Second source of the trajectory's task id.")
     instance_id: Any = Field(default=None, description="Third source of the trajectory's task id.")
     ng_model_call_capture: ModelCallCapture | None = _absent_or_value("Captured model calls of the rollout.")
-    ng_agent_observations: AgentObservationBundle | None = _absent_or_value(
-        "What the agent harness observed, joined to the capture by the collector."
+    # Agents' reply models write null when they observed nothing, and NeMo Gym reads it as absent.
+    ng_agent_observations: AgentObservationBundle | None = Field(
+        default=None, description="What the agent harness observed, joined to the capture by the collector."
     )
     ng_trajectory: TrajectoryRecord | None = _absent_or_value(
         "The row's stated trajectory: the builder's output, or the producer's own."

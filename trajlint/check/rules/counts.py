@@ -40,14 +40,26 @@ def _consequence(ptr: str, field: Count) -> str:
     return "the verifier run's timing cannot be used"
 
 
+# The captured counts NeMo Gym's trajectory projection reads, each only when it is a JSON integer.
+_PROJECTED = frozenset({"tokens_in", "tokens_out", "tokens_reasoning", "tokens_total", "cached_tokens"})
+
+
+def _unusable(ptr: str, field: Count) -> str:
+    """What NeMo Gym does with a count that is not a JSON integer and that it cannot coerce."""
+    if ptr.startswith("/ng_model_call_capture/calls/") and field.name in _PROJECTED:
+        return "NeMo Gym's trajectory projection reads anything else as unknown, so the call's count is lost"
+    if ptr.startswith("/ng_model_call_capture/"):
+        return "NeMo Gym's capture writes an integer here"
+    if ptr.startswith("/ng_agent_observations/"):
+        return "NeMo Gym's validation rejects this one, and with it the whole observation bundle"
+    return "NeMo Gym's validation rejects this one, and with it the trajectory record"
+
+
 @row_rule("non-integer-count", reads=["row"])
 def non_integer_count(subject: Subject) -> Iterator[Violation]:
     for ptr, value, field, kind in count_defects(subject).lax:
         yield Violation(
-            ptr,
-            f"`{field.name}` is {kind}, {show(value)}; {field.what} must be a JSON integer "
-            "(NeMo Gym's capture normalizer reads anything else as unknown and its strict export "
-            "rejects it, while lax validation silently coerces it)",
+            ptr, f"`{field.name}` is {kind}, {show(value)}; {field.what} must be a JSON integer ({_unusable(ptr, field)})"
         )
 
 

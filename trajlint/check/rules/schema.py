@@ -4,21 +4,31 @@ One rule per section, so a team can, say, ignore verifier evidence it does not p
 without losing the checks on the trajectory. The row envelope is validated without its
 sections, which keeps every schema error reported once, by the rule of the section it is in.
 A count below its bound or written as a boolean, float or numeric string is left to the count
-rules (TL3xx), which own it: they say what the value means and what NeMo Gym does with it.
+rules (TL3xx), which own it: they say what the value means and what NeMo Gym does with it. A
+value NeMo Gym reads without loss but never writes is left to `noncanonical-value`, a warning.
+
+The schemas say what NeMo Gym 0.7.0 writes. Where it reads the row envelope more leniently and
+something is lost, `row-schema` says so as a warning rather than an error: a row without its
+task and rollout indices (NeMo Gym before 0.7 wrote them so), a `resolved` that is not a
+boolean, an explicit rollout id ending in the reserved attempt suffix on a row that was not an
+environment-server episode.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
 
 from trajlint.check.countfields import count_pointers, owned_by_count_rules
+from trajlint.check.noncanonical import noncanonical, owned
 from trajlint.check.rule import Violation, row_rule
-from trajlint.check.schema_errors import describe, describe_item, escape, pointer, show
+from trajlint.check.schema_errors import describe, describe_item, escape, got, pointer, show
 from trajlint.check.subject import Subject
 from trajlint.contract import validate as validation
+from trajlint.contract.validate import SchemaError
 from trajlint.pointer import resolve
 from trajlint.row.sections import OBSERVATIONS, SECTION_EVIDENCE, STATED
 
@@ -51,6 +61,26 @@ def _conversation_item(key: str, path: tuple[str | int, ...]) -> int:
     return 4 if inside else 0
 
 
+def _envelope_errors(envelope: dict[str, Any]) -> Iterator[SchemaError]:
+    for error in validation.checker("rollout-row").errors(envelope):
+        yield from _inside_model(error)
+
+
+def _inside_model(error: SchemaError) -> list[SchemaError]:
+    """An object failing the envelope's "model or null" choice (`agent_ref`) fails as a whole; the
+    model's own errors say where. (The envelope's `$defs` references are all local to its file.)"""
+    if error.keyword == "anyOf" and isinstance(error.instance, dict):
+        refs = [
+            branch["$ref"] for branch in error.expected
+            if isinstance(branch, dict) and set(branch) == {"$ref"} and str(branch["$ref"]).startswith("#/$defs/")
+        ]
+        if len(refs) == 1:
+            inner = list(validation.part_checker(f"rollout-row.schema.json{refs[0]}").errors(error.instance))
+            if inner:
+                return [found._replace(path=(*error.path, *found.path)) for found in inner]
+    return [error]
+
+
 def _section_errors(subject: Subject, key: str, schema: str) -> Iterator[Violation]:
     value = subject.row[key]
     if isinstance(value, str):
@@ -77,6 +107,8 @@ def _section_errors(subject: Subject, key: str, schema: str) -> Iterator[Violati
             if (ptr, message) in seen:
                 continue  # a backend may report one missing field per error, the other all at once
             seen.add((ptr, message))
+            if ptr in owned(subject):
+                continue  # noncanonical-value reports it: NeMo Gym reads it without loss
             if keyword in ("minimum", "exclusiveMinimum", "type") and owned_by_count_rules(
                 count_pointers(subject), ptr, keyword, error.instance
             ):
@@ -87,17 +119,88 @@ def _section_errors(subject: Subject, key: str, schema: str) -> Iterator[Violati
         yield Violation(pointer([key, *path]), f"{describe_item(item, errors)}; {_REJECTED[key]}")
 
 
+_INDICES = ("_ng_task_index", "_ng_rollout_index")
+
+
+_TASK_FALLBACK = "the row's position in the file as its task index, so its repeats are not grouped into one task"
+_ROLLOUT_FALLBACK = "0 as its rollout index, so two repeats of one task look like one rollout recorded twice"
+
+
+def _unindexed(row: dict[str, Any]) -> Violation | None:
+    """One warning for a row without its task or rollout index, or both (not one error per key)."""
+    task, rollout = (key not in row for key in _INDICES)
+    if task and rollout:
+        message = (
+            "the row has neither `_ng_task_index` nor `_ng_rollout_index`, which NeMo Gym 0.7.0 writes on every"
+            f" rollout (its releases before 0.7 did not always); its health check takes {_TASK_FALLBACK}"
+        )
+    elif task or rollout:
+        key, fallback = ("_ng_task_index", _TASK_FALLBACK) if task else ("_ng_rollout_index", _ROLLOUT_FALLBACK)
+        message = (
+            f"the row has no `{key}`, which NeMo Gym 0.7.0 writes on every rollout;"
+            f" its health check takes {fallback}"
+        )
+    else:
+        return None
+    return Violation("", message, severity="warning")
+
+
+def _reserved_suffix(row: dict[str, Any], reserved: str) -> Violation:
+    """`reserved` is the schema's pattern of the suffix NeMo Gym gives a retry's capture key."""
+    value = row["_ng_rollout_id"]
+    suffix = re.search(reserved, value)
+    if suffix is None:  # the schema and this pattern disagree: say what the schema says
+        return Violation("/_ng_rollout_id", f"`_ng_rollout_id` must not match /{reserved}/, got {show(value)}")
+    what = f"`_ng_rollout_id` is {show(value)}, which ends in `{suffix.group()}`, the suffix NeMo Gym gives a retry"
+    if "_ng_task_id" in row:
+        return Violation(
+            "/_ng_rollout_id",
+            f"{what}; its episode id rejects such an id, so no environment server could have been sent this task",
+        )
+    return Violation(
+        "/_ng_rollout_id",
+        f"{what}: {show(value)} is also the capture key of retry {suffix.group()[2:]} of rollout"
+        f" {show(value[: suffix.start()])}, so the two rollouts' captures can be mixed up",
+        severity="warning",
+    )
+
+
 @row_rule("row-schema", reads=["row"])
 def row_schema(subject: Subject) -> Iterator[Violation]:
     """The row envelope: identity and collector keys, with the sections left to their own rules."""
-    # A null section stays in the envelope: the row schema says to leave the key out instead.
-    envelope = {k: v for k, v in subject.row.items() if k not in SECTION_EVIDENCE or v is None}
+    row = subject.row
+    # A null section stays in the envelope: the row schema says which may be null.
+    envelope = {k: v for k, v in row.items() if k not in SECTION_EVIDENCE or v is None}
     seen: set[tuple[str, str]] = set()
-    for error in validation.checker("rollout-row").errors(envelope):
-        for path, _keyword, message in describe(error, "row"):
-            if (pointer(path), message) not in seen:
-                seen.add((pointer(path), message))
-                yield Violation(pointer(path), message)
+    unindexed = _unindexed(row)
+    if unindexed is not None:
+        yield unindexed
+    for error in _envelope_errors(envelope):
+        if error.keyword == "required" and not error.path:  # the indices have their one warning above
+            error = error._replace(expected=[key for key in error.expected if key not in _INDICES])
+        for path, keyword, message in describe(error, "row"):
+            ptr = pointer(path)
+            if (ptr, message) in seen or ptr in owned(subject):
+                continue
+            seen.add((ptr, message))
+            if ptr == "/resolved":
+                yield Violation(
+                    ptr,
+                    f"`resolved` is {got(row['resolved'])}; NeMo Gym keeps the row but ignores the value,"
+                    " since only true or false becomes the last turn's resolution",
+                    severity="warning",
+                )
+            elif ptr == "/_ng_rollout_id" and keyword == "not":
+                yield _reserved_suffix(row, error.expected["pattern"])
+            else:
+                yield Violation(ptr, message)
+
+
+@row_rule("noncanonical-value", reads=["row"])
+def noncanonical_value(subject: Subject) -> Iterator[Violation]:
+    """Values NeMo Gym reads without loss but never writes (see `trajlint.check.noncanonical`)."""
+    for found in noncanonical(subject):
+        yield Violation(found.pointer, found.message)
 
 
 @row_rule("capture-schema", reads=["row", "capture"])

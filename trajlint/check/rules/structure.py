@@ -166,12 +166,28 @@ def parent_cycle(subject: Subject) -> Iterator[Violation]:
         )
 
 
+def _explained_orphans(subject: Subject) -> tuple[bool, set[str]]:
+    """(the whole tree is said to be incomplete, the invocations said to lack their parent): the
+    gaps NeMo Gym's agents write beside a subagent whose parent they could not observe."""
+    whole, named = False, set()
+    for _, gap in walk.gaps(subject):
+        code, invocation_id = gap.get("code"), gap.get("invocation_id")
+        if code == "subagent_hierarchy_incomplete" or (code == "subagent_parent_unavailable" and invocation_id is None):
+            whole = True
+        elif code == "subagent_parent_unavailable" and isinstance(invocation_id, str):
+            named.add(invocation_id)
+    return whole, named
+
+
 @row_rule("dangling-parent", reads=["row"])
 def dangling_parent(subject: Subject) -> Iterator[Violation]:
     known = _known_invocations(subject)
+    whole, named = _explained_orphans(subject)
+    if whole:
+        return
     for invocation_id, claims in _parents(subject).items():
         missing = [(parent, ptr) for parent, ptr in claims if parent not in known]
-        if not missing:
+        if not missing or invocation_id in named:
             continue
         parent, ptr = missing[0]
         yield Violation(
