@@ -6,11 +6,24 @@ and to the envelope, and older rows lack some, so only `call_index` is required 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from trajlint.contract.common import ModelServerRef, NonNegativeFloat, NonNegativeInt, ObservationGap
+from trajlint.contract.common import (
+    Dialect,
+    FinishReason,
+    LocalResponseReason,
+    ModelName,
+    NonNegativeFloat,
+    NonNegativeInt,
+    ObservationGap,
+    ResponseSource,
+    ServedBy,
+    StatusCode,
+    UpstreamAttempted,
+    UpstreamStatusCode,
+)
 
 
 class _OpenModel(BaseModel):
@@ -28,22 +41,16 @@ class ModelCallRecord(_OpenModel):
     call_index: NonNegativeInt = Field(
         description="Position in the capture file; damaged lines also consume an index, so gaps are possible."
     )
-    model_ref: ModelServerRef | None = Field(default=None, description="Model server that served the call.")
-    model: str | None = Field(default=None, description="Model name from the response, else the request.")
-    dialect: str | None = Field(default=None, description="Wire dialect: `responses`, `chat` or `messages`.")
-    status_code: int | None = Field(default=None, description="HTTP status of the call.")
+    model_ref: ServedBy = None
+    model: ModelName = None
+    dialect: Dialect = None
+    status_code: StatusCode = None
     response_status: str | None = Field(default=None, description="`status` of the response, when a string.")
-    finish_reason: str | None = Field(default=None, description="Why generation stopped, in the dialect's words.")
-    upstream_attempted: bool | None = Field(
-        default=None, description="Whether the model server forwarded the call upstream."
-    )
-    response_source: Literal["upstream", "local"] | None = Field(
-        default=None, description="Whether the response came from upstream or was made locally by the server."
-    )
-    upstream_status_code: int | None = Field(default=None, description="HTTP status the upstream returned.")
-    local_response_reason: str | None = Field(
-        default=None, description="Why the server answered locally, e.g. `context_length_exceeded`."
-    )
+    finish_reason: FinishReason = None
+    upstream_attempted: UpstreamAttempted = None
+    response_source: ResponseSource = None
+    upstream_status_code: UpstreamStatusCode = None
+    local_response_reason: LocalResponseReason = None
     started_at: float | None = Field(default=None, description="Start, UTC Unix seconds (wall clock).")
     completed_at: float | None = Field(default=None, description="End, UTC Unix seconds (wall clock).")
     tokens_in: NonNegativeInt | None = Field(default=None, description="Input tokens, cached ones included.")

@@ -53,6 +53,19 @@ _JOIN_KEY_RULE = {
 }
 
 
+# What a captured call and a trajectory call's response metadata both say about the call, written
+# once: the two models carry the same facts under the same names.
+ServedBy = Annotated[ModelServerRef | None, Field(description="Model server that served the call.")]
+ModelName = Annotated[str | None, Field(description="Model name from the response, else the request.")]
+Dialect = Annotated[str | None, Field(description="Wire dialect: `responses`, `chat` or `messages`.")]
+StatusCode = Annotated[int | None, Field(description="HTTP status of the call.")]
+FinishReason = Annotated[str | None, Field(description="Why generation stopped, in the dialect's words.")]
+UpstreamAttempted = Annotated[bool | None, Field(description="Whether the model server forwarded the call upstream.")]
+ResponseSource = Annotated[Literal["upstream", "local"] | None, Field(description="Whether the response came from upstream or was made locally by the server.")]
+UpstreamStatusCode = Annotated[int | None, Field(description="HTTP status the upstream returned.")]
+LocalResponseReason = Annotated[str | None, Field(description="Why the server answered locally, e.g. `context_length_exceeded`.")]
+
+
 class ModelCallRef(ObservationModel):
     """Identifies one model call so a claim can be joined to the captured call.
 

@@ -7,12 +7,20 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from trajlint.contract.common import (
+    Dialect,
+    FinishReason,
+    LocalResponseReason,
     ModelCallRef,
-    ModelServerRef,
+    ModelName,
     NonNegativeFloat,
     NonNegativeInt,
     ObservationGap,
     ObservationModel,
+    ResponseSource,
+    ServedBy,
+    StatusCode,
+    UpstreamAttempted,
+    UpstreamStatusCode,
     duplicates,
 )
 from trajlint.contract.observations import AgentInvocation, ToolCallObservation
@@ -38,22 +46,16 @@ class TrajectoryResponseMetadata(ObservationModel):
     """What is known about a model call's response besides its payload."""
 
     response_id: str | None = Field(default=None, description="Protocol response id.")
-    model_ref: ModelServerRef | None = Field(default=None, description="Model server that served the call.")
-    model: str | None = Field(default=None, description="Model name from the response, else the request.")
-    dialect: str | None = Field(default=None, description="Wire dialect: `responses`, `chat` or `messages`.")
-    status_code: int | None = Field(default=None, description="HTTP status of the call.")
+    model_ref: ServedBy = None
+    model: ModelName = None
+    dialect: Dialect = None
+    status_code: StatusCode = None
     response_status: str | None = Field(default=None, description="Responses API `status` of the response.")
-    finish_reason: str | None = Field(default=None, description="Why generation stopped, in the dialect's words.")
-    upstream_attempted: bool | None = Field(
-        default=None, description="Whether the model server forwarded the call upstream."
-    )
-    response_source: Literal["upstream", "local"] | None = Field(
-        default=None, description="Whether the response came from upstream or was made locally by the server."
-    )
-    upstream_status_code: int | None = Field(default=None, description="HTTP status the upstream returned.")
-    local_response_reason: str | None = Field(
-        default=None, description="Why the server answered locally, e.g. `context_length_exceeded`."
-    )
+    finish_reason: FinishReason = None
+    upstream_attempted: UpstreamAttempted = None
+    response_source: ResponseSource = None
+    upstream_status_code: UpstreamStatusCode = None
+    local_response_reason: LocalResponseReason = None
     error_category: str | None = Field(default=None, description="Failure category of the call, e.g. `timeout`.")
     latency_ttft_ms: NonNegativeFloat | None = Field(
         default=None, description="Time to the first body chunk in milliseconds."
