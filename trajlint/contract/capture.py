@@ -1,4 +1,4 @@
-"""Captured model calls as the collector merges them into a row: `ng_model_call_capture` (contract §5.2, §5.3).
+"""Captured model calls as the collector merges them into a row: `ng_model_call_capture`.
 
 Unlike the observation models these allow unknown keys: newer NeMo Gym adds keys to captured calls
 and to the envelope, and older rows lack some, so only `call_index` is required on a call.

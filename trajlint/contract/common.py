@@ -1,5 +1,5 @@
 """Building blocks shared by every section of a rollout row: the strict base model, model-server
-and model-call references, and observation gaps (contract §2, §3.1, §3.2)."""
+and model-call references, and observation gaps."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What an agent harness reports about one rollout: `ng_agent_observations` (contract §3.3–§3.8)."""
+"""What an agent harness reports about one rollout: `ng_agent_observations`."""
 
 from __future__ import annotations
 

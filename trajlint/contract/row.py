@@ -1,4 +1,4 @@
-"""One persisted rollout row: the collector's keys and the four evidence sections (contract §1).
+"""One persisted rollout row: the collector's keys and the four evidence sections.
 
 A row is the agent's result plus collector keys, so unknown keys are allowed. The model says
 what NeMo Gym 0.7.0 writes. Keys the collector writes only in some rows may be absent, but most

@@ -1,4 +1,4 @@
-"""The canonical trajectory NeMo Gym's builder writes to `ng_trajectory` (contract §3.5, §3.9–§3.14)."""
+"""The canonical trajectory NeMo Gym's builder writes to `ng_trajectory`."""
 
 from __future__ import annotations
 

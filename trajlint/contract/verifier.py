@@ -1,4 +1,4 @@
-"""Verifier evidence, `ng_verifier_invocations` (trajlint.md §1).
+"""Verifier evidence, `ng_verifier_invocations`.
 
 NeMo Gym has not fixed where verifier invocations are persisted; this is trajlint's documented
 convention. Only the id and the ownership claims matter to the build, so everything else is lenient
