@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -51,9 +52,10 @@ class DuplicateRolloutIdentity:
         for (stage, task, rollout), places in self._repeated.items():
             in_stage = f" in stage {_stage_text(stage)}" if stage is not None else ""
             cited = f" (the first {CITED} others are cited)" if len(places) > CITED + 1 else ""
-            files = len({path for path, _, _ in places})
+            per_file = Counter(path for path, _, _ in places)  # counted once: a group may hold thousands
+            files = len(per_file)
             for path, line, identity in places:
-                here = sum(1 for p, _, _ in places if p == path)
+                here = per_file[path]
                 where = " in this file" if files == 1 else f" in {files:,} files of this run ({here:,} in this file)"
                 # Every row of a group citing every other is quadratic: thousands of rows with one
                 # identity (a producer that never advanced its indices) would exhaust memory.
