@@ -4,6 +4,7 @@ workflow commands with the toolkit's escaping and GitHub's annotation cap."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import xml.etree.ElementTree as ET
 
@@ -258,7 +259,7 @@ def test_github_step_summary_stays_under_its_limit():
 
 
 def test_junit_suite_per_file_case_per_rule(in_root):
-    out = invoke("--output-format", "junit", "examples/").output
+    out = invoke("--output-format", "junit", "--fail-level", "info", "examples/").output
     doc = as_json("examples/")
     failing = sorted({f["code"] for f in doc["findings"]})
     passing = sorted(c for c, cov in doc["summary"]["rules"].items() if cov["evaluated"] and c not in failing)
@@ -288,7 +289,7 @@ def test_junit_parses_with_junitparser(in_root, tmp_path):
     xml = junitparser.JUnitXml.fromfile(str(path))
     suites = {suite.name: suite for suite in xml}
     broken = suites["examples/broken.jsonl"]
-    assert broken.failures == len({f["code"] for f in doc["findings"]})
+    assert broken.failures == len({f["code"] for f in doc["findings"] if f["severity"] == "error"})
     cases = {case.classname: case for case in broken}
     assert all(not case.result for case in suites["examples/clean.jsonl"])
     (failure,) = cases["trajlint.TL002"].result
@@ -303,6 +304,62 @@ def test_junit_lists_the_first_hundred_and_keeps_xml_well_formed():
     lines = failure.text.splitlines()
     assert len(lines) == 101 and lines[-1] == "30 more"
     assert "bad \\u0000\\u001b value 1 <&>" in lines[0]
+
+
+def _junit_schema():
+    etree = pytest.importorskip("lxml.etree")
+    return etree, etree.XMLSchema(etree.parse(str(ROOT / "tests" / "data" / "junit-10.xsd")))
+
+
+@pytest.mark.parametrize("fail_level", ["error", "warning", "info"])
+def test_junit_validates_against_jenkins_schema(in_root, tmp_path, fail_level):
+    etree, schema = _junit_schema()
+    path = tmp_path / "junit.xml"
+    invoke("--output-format", f"junit:{path}", "--fail-level", fail_level, "examples/", "examples/missing.jsonl")
+    schema.assertValid(etree.parse(str(path)))
+    findings = [_finding(1, "error"), _finding(2, "info", message="bad \x00 <&>")]
+    for level in ("error", "info"):
+        report = dataclasses.replace(_report(findings), fail_level=level)
+        schema.assertValid(etree.fromstring("".join(junit.render(report)).encode()))
+
+
+def test_junit_fails_only_at_or_above_the_fail_level(in_root):
+    doc = as_json("examples/")
+    severities: dict[str, set[str]] = {}
+    for f in doc["findings"]:
+        severities.setdefault(f["code"], set()).add(f["severity"])
+    below = sorted(code for code, seen in severities.items() if "error" not in seen)
+    assert below, "examples/ should hold a rule with only warning or info findings"
+    result = invoke("--output-format", "junit", "examples/")
+    assert result.exit_code == 1
+    root = ET.fromstring(result.output.encode())
+    cases = {case.get("classname"): case for case in root.find("testsuite[@name='examples/broken.jsonl']")}
+    for code, seen in severities.items():
+        case = cases[f"trajlint.{code}"]
+        assert (case.find("failure") is not None) == ("error" in seen), code
+        out = case.find("system-out")
+        assert (out is not None) == bool(seen - {"error"}), code
+        if out is not None:
+            assert "below the fail level (error)" in out.text
+    assert root.get("failures") == str(len(severities) - len(below))
+    # A run that exits 0 shows no failed test, and still lists what it found.
+    quiet = invoke("--output-format", "junit", "--select", ",".join(below), "examples/")
+    assert quiet.exit_code == 0
+    root = ET.fromstring(quiet.output.encode())
+    assert root.get("failures") == "0" and root.find(".//failure") is None
+    assert len(root.findall(".//system-out")) == len(below)
+
+
+def test_junit_report_default_fail_level_is_error():
+    findings = [_finding(1, "warning"), _finding(2, "info")]
+    root = ET.fromstring("".join(junit.render(_report(findings))).encode())
+    assert root.find(".//failure") is None
+    (out,) = root.iter("system-out")
+    assert out.text.startswith("2 findings below the fail level (error):")
+    root = ET.fromstring("".join(junit.render(dataclasses.replace(_report(findings), fail_level="warning"))).encode())
+    (failure,) = root.iter("failure")
+    assert failure.get("message") == "1 finding" and failure.get("type") == "warning"
+    assert root.find(".//system-out").text.startswith("1 finding below the fail level (warning):")
 
 
 # -- several outputs ----------------------------------------------------------------------
