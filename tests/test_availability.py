@@ -105,7 +105,9 @@ def test_json_marks_and_counts_them(rows):
 
 def test_sarif_and_junit_count_only_what_they_list(rows):
     hidden = json.loads(check("--output-format", "sarif", "rows.jsonl").output)["runs"][0]
-    assert hidden["properties"] == {"findings": 2, "leftOut": 0, "availabilityNotShown": 2}
+    assert hidden["properties"] == {
+        "findings": 2, "leftOut": 0, "relatedLocationsLeftOut": 0, "availabilityNotShown": 2
+    }
     assert all("availability" not in r["properties"] for r in hidden["results"])
     shown = json.loads(check("--output-format", "sarif", "--show-availability", "rows.jsonl").output)["runs"][0]
     assert [r["properties"].get("availability", False) for r in shown["results"]] == [True, True, False, False]

@@ -152,13 +152,17 @@ def test_sarif_validates_against_the_official_schema(in_root):
         assert res["partialFingerprints"] == {"trajlintFingerprint/v1": finding["fingerprint"]}
         physical = res["locations"][0]["physicalLocation"]
         assert physical["artifactLocation"] == {"uri": finding["path"], "uriBaseId": "%SRCROOT%"}
-        if finding["line"]:
-            assert physical["region"] == {"startLine": finding["line"]}
-        else:
-            assert "region" not in physical  # the whole file
+        # The file as a whole (line 0) is shown at its first line: GitHub needs a start line.
+        assert physical["region"] == {"startLine": finding["line"] or 1}
         if finding["pointer"]:
             assert res["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] == finding["pointer"]
         assert res["properties"].get("rollout") == finding["rollout"]
+    assert run["originalUriBaseIds"] == {"%SRCROOT%": {"uri": ROOT.as_uri() + "/"}}
+    for rule in driver["rules"]:
+        assert len(rule["fullDescription"]["text"]) <= sarif.MAX_DESCRIPTION
+        assert rule["help"]["text"].startswith(rule["fullDescription"]["text"].removesuffix(" …"))
+        assert "helpUri" not in rule  # the project has no published URL for its rule docs yet
+    assert any(rule["fullDescription"]["text"].endswith(" …") for rule in driver["rules"])
     duplicate = next(r for r in run["results"] if r["ruleId"] == "TL401")
     assert duplicate["relatedLocations"][0]["physicalLocation"]["region"]["startLine"] == 7
 
@@ -189,11 +193,118 @@ def test_sarif_levels_and_the_result_cap():
     ]
     (note,) = run["invocations"][0]["toolExecutionNotifications"]
     assert note["message"]["text"].startswith("2 of 4 findings were left out")
-    assert run["properties"] == {"findings": 4, "leftOut": 2, "availabilityNotShown": 0}
+    assert run["properties"] == {"findings": 4, "leftOut": 2, "relatedLocationsLeftOut": 0, "availabilityNotShown": 0}
     full = sarif.sarif_log(_report(findings))["runs"][0]
     assert [r["level"] for r in full["results"]] == ["note", "warning", "error", "note"]
     assert "toolExecutionNotifications" not in full["invocations"][0]
     assert sarif.MAX_RESULTS == 25_000
+
+
+def test_sarif_descriptions_are_cut_at_a_sentence_or_a_word():
+    assert sarif.shortened("Short. Text.") == "Short. Text."
+    text = "First sentence is here. " + "Second one goes on and on " * 60
+    cut = sarif.shortened(text, 100)  # its only sentence end is in the first half: cut at a word
+    assert len(cut) <= 100 and cut.startswith("First sentence is here. Second") and cut.endswith(" on …")
+    cut = sarif.shortened("word " * 300, 100)
+    assert len(cut) <= 100 and cut.endswith("word …") and "wor …" not in cut
+    long = ("A sentence of some length. " * 60).strip()
+    cut = sarif.shortened(long)
+    assert len(cut) <= 1024 and cut.endswith("length. …")
+    assert sarif.shortened("x" * 2000, 50) == "x" * 48 + " …"
+
+
+def _duplicates(n: int, related: int = 100) -> list[Finding]:
+    """`n` copies of one rollout, each citing the first `related` others, as TL401 reports them."""
+    path = "runs/dup.jsonl"
+    return [
+        Finding(
+            code="TL401",
+            name="duplicate-rollout-identity",
+            severity="error",
+            message=f"rollout _ng_task_index=4 _ng_rollout_index=1 is recorded by {n:,} rows in this file",
+            path=path,
+            line=line,
+            pointer="",
+            rollout=Rollout(task_id="4", rollout_id="4-1"),
+            fingerprint="6e5c45d73db4f763cb9ed207bfb66623",
+            related=tuple(Location(path, other, "") for other in range(1, related + 2) if other != line)[:related],
+        )
+        for line in range(1, n + 1)
+    ]
+
+
+def _check_github_limits(log: dict) -> None:
+    """GitHub code scanning's documented limits (docs.github.com, "SARIF results exceed limit"
+    and "SARIF file is too large")."""
+    assert len(log["runs"]) <= 20
+    for run in log["runs"]:
+        assert len(run["results"]) <= 25_000
+        assert len(run["tool"]["driver"]["rules"]) <= 25_000
+        for result in run["results"]:
+            assert len(result["locations"]) + len(result.get("relatedLocations", ())) <= 1_000
+            assert result["locations"][0]["physicalLocation"]["region"]["startLine"] >= 1
+        for rule in run["tool"]["driver"]["rules"]:
+            assert len(rule["fullDescription"]["text"]) <= 1024
+            assert len(rule["shortDescription"]["text"]) <= 1024
+
+
+def test_sarif_of_thirty_thousand_copies_of_one_rollout_fits_github(in_root):
+    import gzip
+    import resource
+    import time
+
+    rules = (RuleInfo("TL401", "duplicate-rollout-identity", "error", "error", "Summary.", "Rationale."),)
+    findings = _duplicates(30_000)
+    report = Report(findings, document.summary(Result(findings=findings)), rules, ("runs/dup.jsonl",), root=".")
+    started = time.perf_counter()
+    text = "".join(sarif.render(report))
+    elapsed = time.perf_counter() - started
+    data = text.encode()
+    log = json.loads(data)
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(log)
+    _check_github_limits(log)
+    assert len(data) < sarif.MAX_BYTES and len(gzip.compress(data)) < 10_000_000
+    (run,) = log["runs"]
+    results = run["results"]
+    related = sum(len(r.get("relatedLocations", ())) for r in results)
+    assert related == sarif.MAX_RELATED
+    assert all(len(r.get("relatedLocations", ())) <= sarif.MAX_RELATED_PER_RESULT for r in results)
+    left_out = 30_000 - len(results)
+    assert left_out >= 5_000  # the 25,000 cap at least
+    assert run["properties"]["leftOut"] == left_out
+    assert run["properties"]["relatedLocationsLeftOut"] == 30_000 * 100 - related - 100 * left_out
+    (note,) = run["invocations"][0]["toolExecutionNotifications"]
+    assert note["message"]["text"].startswith(f"{left_out:,} of 30,000 findings were left out")
+    assert f"{run['properties']['relatedLocationsLeftOut']:,} related locations were left out" in note["message"]["text"]
+    cut = [r for r in results if "relatedLocationsLeftOut" in r["properties"]]
+    assert all(r["properties"]["relatedLocationsLeftOut"] == 100 - len(r.get("relatedLocations", ())) for r in cut)
+    print(
+        f"\n30,000 copies: {len(results):,} results, {len(data):,} bytes, {len(gzip.compress(data)):,} gzipped, "
+        f"{elapsed:.2f} s, max RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MiB"
+    )
+
+
+def test_sarif_byte_budget_keeps_the_most_severe(monkeypatch):
+    findings = [_finding(n, "info" if n % 2 else "error") for n in range(1, 201)]
+    full = "".join(sarif.render(_report(findings)))
+    monkeypatch.setattr(sarif, "MAX_BYTES", len(full) * 3 // 4)
+    text = "".join(sarif.render(_report(findings)))
+    assert len(text.encode()) <= sarif.MAX_BYTES
+    run = json.loads(text)["runs"][0]
+    levels = [r["level"] for r in run["results"]]
+    assert levels.count("error") == 100 and 0 < levels.count("note") < 100
+    lines = [r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in run["results"]]
+    assert lines == sorted(lines)  # report order
+    assert run["properties"]["leftOut"] == 200 - len(levels)
+
+
+def test_sarif_file_level_finding_has_a_region():
+    finding = _finding(0, pointer="", related=(Location("runs/b.jsonl", 0, ""),))
+    log = sarif.sarif_log(_report([finding]))
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(log)
+    (result,) = log["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"]["region"] == {"startLine": 1}
+    assert result["relatedLocations"][0]["physicalLocation"]["region"] == {"startLine": 1}
 
 
 # -- GitHub -------------------------------------------------------------------------------
