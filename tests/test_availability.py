@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from trajlint.cli import main
 
-FORMATS = ("full", "concise", "json", "jsonl", "sarif", "github", "junit")
+FORMATS = ("full", "concise", "json", "jsonl", "sarif", "github", "junit", "gitlab")
 AVAILABILITY = ("turns_unavailable", "no_sandbox_runtime")
 NOTE = "2 availability notes not shown; --show-availability shows them"
 

@@ -15,14 +15,14 @@ from click.testing import CliRunner
 from trajlint.check.engine import Result
 from trajlint.cli import main
 from trajlint.findings import Finding, Location, Rollout
-from trajlint.report import document, github, junit, sarif
+from trajlint.report import document, github, gitlab, junit, sarif
 from trajlint.report.document import Report, RuleInfo
 from trajlint.report.formats import NAMES, Output
 
 from .conftest import EXAMPLES, ROOT
 
 SARIF_SCHEMA = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
-FORMATS = ("full", "concise", "json", "jsonl", "sarif", "github", "junit")
+FORMATS = ("full", "concise", "json", "jsonl", "sarif", "github", "junit", "gitlab")
 
 
 def invoke(*args: str, env: dict[str, str] | None = None):
@@ -471,6 +471,53 @@ def test_junit_report_default_fail_level_is_error():
     (failure,) = root.iter("failure")
     assert failure.get("message") == "1 finding" and failure.get("type") == "warning"
     assert root.find(".//system-out").text.startswith("1 finding below the fail level (warning):")
+
+
+# -- GitLab Code Quality ------------------------------------------------------------------
+
+GITLAB_SEVERITIES = {"info", "minor", "major", "critical", "blocker"}
+
+
+def test_gitlab_code_quality_issue_per_finding(in_root):
+    result = invoke("--output-format", "gitlab", "examples/", "examples/missing.jsonl")
+    assert result.exit_code == 1
+    issues = json.loads(result.stdout)
+    doc = as_json("examples/", "examples/missing.jsonl")
+    assert isinstance(issues, list) and len(issues) == len(doc["findings"])
+    for issue, finding in zip(issues, doc["findings"], strict=True):
+        assert set(issue) == {"description", "check_name", "fingerprint", "severity", "location"}
+        assert issue["check_name"] == finding["code"]
+        assert issue["description"].startswith(f"{finding['code']} {finding['name']}: {finding['message']}")
+        assert issue["severity"] in GITLAB_SEVERITIES
+        assert issue["severity"] == {"error": "major", "warning": "minor", "info": "info"}[finding["severity"]]
+        assert issue["location"] == {"path": finding["path"], "lines": {"begin": finding["line"] or 1}}
+        assert len(issue["fingerprint"]) == 32
+    # GitLab shows one issue per fingerprint: they must not repeat.
+    assert len({issue["fingerprint"] for issue in issues}) == len(issues)
+    assert invoke("--output-format", "gitlab", "examples/", "examples/missing.jsonl").stdout == result.stdout
+
+
+def test_gitlab_fingerprints_are_unique_and_stable_when_rows_move(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    copies = [_finding(line, fingerprint="f" * 32) for line in (3, 9, 12)]
+    other = _finding(5, fingerprint="e" * 32)
+    unfingerprinted = [_finding(7, fingerprint=""), _finding(8, fingerprint="")]
+    issues = gitlab.issues(_report([*copies, other, *unfingerprinted]))
+    prints = [issue["fingerprint"] for issue in issues]
+    assert len(set(prints)) == len(prints)
+    moved = [dataclasses.replace(f, line=f.line + 100) for f in [*copies, other]]
+    assert [i["fingerprint"] for i in gitlab.issues(_report(moved))] == prints[:4]
+    assert all(issue["location"]["lines"]["begin"] >= 1 for issue in issues)
+    whole_file = gitlab.issues(_report([_finding(0, pointer="")]))
+    assert whole_file[0]["location"]["lines"] == {"begin": 1}
+
+
+def test_gitlab_paths_are_relative_to_the_working_directory(tmp_path, monkeypatch):
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "r.jsonl").write_bytes(b"[1]\n")
+    monkeypatch.chdir(tmp_path)
+    issues = json.loads(invoke("--output-format", "gitlab", str(tmp_path / "runs" / "r.jsonl")).output)
+    assert issues and all(issue["location"]["path"] == "runs/r.jsonl" for issue in issues)
 
 
 # -- several outputs ----------------------------------------------------------------------
