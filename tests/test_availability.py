@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from trajlint.cli import main
 
-FORMATS = ("full", "concise", "json", "jsonl", "sarif", "github", "junit")
+FORMATS = ("full", "concise", "json", "jsonl", "sarif", "github", "junit", "gitlab")
 AVAILABILITY = ("turns_unavailable", "no_sandbox_runtime")
 NOTE = "2 availability notes not shown; --show-availability shows them"
 
@@ -105,13 +105,15 @@ def test_json_marks_and_counts_them(rows):
 
 def test_sarif_and_junit_count_only_what_they_list(rows):
     hidden = json.loads(check("--output-format", "sarif", "rows.jsonl").output)["runs"][0]
-    assert hidden["properties"] == {"findings": 2, "leftOut": 0, "availabilityNotShown": 2}
+    assert hidden["properties"] == {
+        "findings": 2, "leftOut": 0, "relatedLocationsLeftOut": 0, "availabilityNotShown": 2
+    }
     assert all("availability" not in r["properties"] for r in hidden["results"])
     shown = json.loads(check("--output-format", "sarif", "--show-availability", "rows.jsonl").output)["runs"][0]
     assert [r["properties"].get("availability", False) for r in shown["results"]] == [True, True, False, False]
 
     def failure(*args: str) -> str:
-        root = ET.fromstring(check("--output-format", "junit", *args, "rows.jsonl").output)
+        root = ET.fromstring(check("--output-format", "junit", "--fail-level", "info", *args, "rows.jsonl").output)
         (case,) = [c for c in root.iter("testcase") if c.get("classname") == "trajlint.TL503"]
         return case.find("failure").get("message")
 

@@ -296,6 +296,8 @@ def test_ci_recipes_in_the_docs_work(tmp_path, monkeypatch):
     result = CliRunner().invoke(main, shlex.split(gitlab_command)[1:])
     assert result.exit_code == 1
     assert (tmp_path / gitlab["trajlint"]["artifacts"]["reports"]["junit"]).read_text().startswith("<?xml")
+    quality = json.loads((tmp_path / gitlab["trajlint"]["artifacts"]["reports"]["codequality"]).read_text())
+    assert quality and all(issue["location"]["path"] == "runs/broken.jsonl" for issue in quality)
 
 
 def test_build_command_writes_rows_and_reports_what_it_cannot_build(tmp_path):

@@ -29,7 +29,7 @@ EVIL = "x\n::error file=forged.py,line=1::forged\r\x1b[31mred\x00nul\x9bcsi\u202
 EVIL_FILE = "::warning file=x,line=2::file\n::error::named\x1b[1m.jsonl"
 
 TEXT_FORMATS = {"full", "concise", "github", "junit"}
-JSON_FORMATS = {"json", "jsonl", "sarif"}
+JSON_FORMATS = {"json", "jsonl", "sarif", "gitlab"}
 # What no line of a text format may hold (the line's own "\n" aside).
 RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 ANNOTATION = re.compile(r"::(error|warning|notice) ([^:]*)::(.*)")
@@ -148,6 +148,9 @@ def test_json_formats_give_the_values_back_exactly(corpus, report):
     }
     uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results}
     assert {urllib.parse.unquote(uri) for uri in uris} == {EVIL_FILE}
+    issues = json.loads(_run(corpus, "gitlab"))
+    assert len(issues) == len(report["findings"])
+    assert all(any(f["message"] in i["description"] for i in issues) for f in report["findings"])
 
 
 def test_a_line_never_starts_a_command():

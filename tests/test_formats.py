@@ -4,6 +4,7 @@ workflow commands with the toolkit's escaping and GitHub's annotation cap."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import xml.etree.ElementTree as ET
 
@@ -14,14 +15,14 @@ from click.testing import CliRunner
 from trajlint.check.engine import Result
 from trajlint.cli import main
 from trajlint.findings import Finding, Location, Rollout
-from trajlint.report import document, github, junit, sarif
+from trajlint.report import document, github, gitlab, junit, sarif
 from trajlint.report.document import Report, RuleInfo
 from trajlint.report.formats import NAMES, Output
 
 from .conftest import EXAMPLES, ROOT
 
 SARIF_SCHEMA = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
-FORMATS = ("full", "concise", "json", "jsonl", "sarif", "github", "junit")
+FORMATS = ("full", "concise", "json", "jsonl", "sarif", "github", "junit", "gitlab")
 
 
 def invoke(*args: str, env: dict[str, str] | None = None):
@@ -151,13 +152,17 @@ def test_sarif_validates_against_the_official_schema(in_root):
         assert res["partialFingerprints"] == {"trajlintFingerprint/v1": finding["fingerprint"]}
         physical = res["locations"][0]["physicalLocation"]
         assert physical["artifactLocation"] == {"uri": finding["path"], "uriBaseId": "%SRCROOT%"}
-        if finding["line"]:
-            assert physical["region"] == {"startLine": finding["line"]}
-        else:
-            assert "region" not in physical  # the whole file
+        # The file as a whole (line 0) is shown at its first line: GitHub needs a start line.
+        assert physical["region"] == {"startLine": finding["line"] or 1}
         if finding["pointer"]:
             assert res["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] == finding["pointer"]
         assert res["properties"].get("rollout") == finding["rollout"]
+    assert run["originalUriBaseIds"] == {"%SRCROOT%": {"uri": ROOT.as_uri() + "/"}}
+    for rule in driver["rules"]:
+        assert len(rule["fullDescription"]["text"]) <= sarif.MAX_DESCRIPTION
+        assert rule["help"]["text"].startswith(rule["fullDescription"]["text"].removesuffix(" …"))
+        assert "helpUri" not in rule  # the project has no published URL for its rule docs yet
+    assert any(rule["fullDescription"]["text"].endswith(" …") for rule in driver["rules"])
     duplicate = next(r for r in run["results"] if r["ruleId"] == "TL401")
     assert duplicate["relatedLocations"][0]["physicalLocation"]["region"]["startLine"] == 7
 
@@ -188,11 +193,118 @@ def test_sarif_levels_and_the_result_cap():
     ]
     (note,) = run["invocations"][0]["toolExecutionNotifications"]
     assert note["message"]["text"].startswith("2 of 4 findings were left out")
-    assert run["properties"] == {"findings": 4, "leftOut": 2, "availabilityNotShown": 0}
+    assert run["properties"] == {"findings": 4, "leftOut": 2, "relatedLocationsLeftOut": 0, "availabilityNotShown": 0}
     full = sarif.sarif_log(_report(findings))["runs"][0]
     assert [r["level"] for r in full["results"]] == ["note", "warning", "error", "note"]
     assert "toolExecutionNotifications" not in full["invocations"][0]
     assert sarif.MAX_RESULTS == 25_000
+
+
+def test_sarif_descriptions_are_cut_at_a_sentence_or_a_word():
+    assert sarif.shortened("Short. Text.") == "Short. Text."
+    text = "First sentence is here. " + "Second one goes on and on " * 60
+    cut = sarif.shortened(text, 100)  # its only sentence end is in the first half: cut at a word
+    assert len(cut) <= 100 and cut.startswith("First sentence is here. Second") and cut.endswith(" on …")
+    cut = sarif.shortened("word " * 300, 100)
+    assert len(cut) <= 100 and cut.endswith("word …") and "wor …" not in cut
+    long = ("A sentence of some length. " * 60).strip()
+    cut = sarif.shortened(long)
+    assert len(cut) <= 1024 and cut.endswith("length. …")
+    assert sarif.shortened("x" * 2000, 50) == "x" * 48 + " …"
+
+
+def _duplicates(n: int, related: int = 100) -> list[Finding]:
+    """`n` copies of one rollout, each citing the first `related` others, as TL401 reports them."""
+    path = "runs/dup.jsonl"
+    return [
+        Finding(
+            code="TL401",
+            name="duplicate-rollout-identity",
+            severity="error",
+            message=f"rollout _ng_task_index=4 _ng_rollout_index=1 is recorded by {n:,} rows in this file",
+            path=path,
+            line=line,
+            pointer="",
+            rollout=Rollout(task_id="4", rollout_id="4-1"),
+            fingerprint="6e5c45d73db4f763cb9ed207bfb66623",
+            related=tuple(Location(path, other, "") for other in range(1, related + 2) if other != line)[:related],
+        )
+        for line in range(1, n + 1)
+    ]
+
+
+def _check_github_limits(log: dict) -> None:
+    """GitHub code scanning's documented limits (docs.github.com, "SARIF results exceed limit"
+    and "SARIF file is too large")."""
+    assert len(log["runs"]) <= 20
+    for run in log["runs"]:
+        assert len(run["results"]) <= 25_000
+        assert len(run["tool"]["driver"]["rules"]) <= 25_000
+        for result in run["results"]:
+            assert len(result["locations"]) + len(result.get("relatedLocations", ())) <= 1_000
+            assert result["locations"][0]["physicalLocation"]["region"]["startLine"] >= 1
+        for rule in run["tool"]["driver"]["rules"]:
+            assert len(rule["fullDescription"]["text"]) <= 1024
+            assert len(rule["shortDescription"]["text"]) <= 1024
+
+
+def test_sarif_of_thirty_thousand_copies_of_one_rollout_fits_github(in_root):
+    import gzip
+    import resource
+    import time
+
+    rules = (RuleInfo("TL401", "duplicate-rollout-identity", "error", "error", "Summary.", "Rationale."),)
+    findings = _duplicates(30_000)
+    report = Report(findings, document.summary(Result(findings=findings)), rules, ("runs/dup.jsonl",), root=".")
+    started = time.perf_counter()
+    text = "".join(sarif.render(report))
+    elapsed = time.perf_counter() - started
+    data = text.encode()
+    log = json.loads(data)
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(log)
+    _check_github_limits(log)
+    assert len(data) < sarif.MAX_BYTES and len(gzip.compress(data)) < 10_000_000
+    (run,) = log["runs"]
+    results = run["results"]
+    related = sum(len(r.get("relatedLocations", ())) for r in results)
+    assert related == sarif.MAX_RELATED
+    assert all(len(r.get("relatedLocations", ())) <= sarif.MAX_RELATED_PER_RESULT for r in results)
+    left_out = 30_000 - len(results)
+    assert left_out >= 5_000  # the 25,000 cap at least
+    assert run["properties"]["leftOut"] == left_out
+    assert run["properties"]["relatedLocationsLeftOut"] == 30_000 * 100 - related - 100 * left_out
+    (note,) = run["invocations"][0]["toolExecutionNotifications"]
+    assert note["message"]["text"].startswith(f"{left_out:,} of 30,000 findings were left out")
+    assert f"{run['properties']['relatedLocationsLeftOut']:,} related locations were left out" in note["message"]["text"]
+    cut = [r for r in results if "relatedLocationsLeftOut" in r["properties"]]
+    assert all(r["properties"]["relatedLocationsLeftOut"] == 100 - len(r.get("relatedLocations", ())) for r in cut)
+    print(
+        f"\n30,000 copies: {len(results):,} results, {len(data):,} bytes, {len(gzip.compress(data)):,} gzipped, "
+        f"{elapsed:.2f} s, max RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MiB"
+    )
+
+
+def test_sarif_byte_budget_keeps_the_most_severe(monkeypatch):
+    findings = [_finding(n, "info" if n % 2 else "error") for n in range(1, 201)]
+    full = "".join(sarif.render(_report(findings)))
+    monkeypatch.setattr(sarif, "MAX_BYTES", len(full) * 3 // 4)
+    text = "".join(sarif.render(_report(findings)))
+    assert len(text.encode()) <= sarif.MAX_BYTES
+    run = json.loads(text)["runs"][0]
+    levels = [r["level"] for r in run["results"]]
+    assert levels.count("error") == 100 and 0 < levels.count("note") < 100
+    lines = [r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in run["results"]]
+    assert lines == sorted(lines)  # report order
+    assert run["properties"]["leftOut"] == 200 - len(levels)
+
+
+def test_sarif_file_level_finding_has_a_region():
+    finding = _finding(0, pointer="", related=(Location("runs/b.jsonl", 0, ""),))
+    log = sarif.sarif_log(_report([finding]))
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(log)
+    (result,) = log["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"]["region"] == {"startLine": 1}
+    assert result["relatedLocations"][0]["physicalLocation"]["region"] == {"startLine": 1}
 
 
 # -- GitHub -------------------------------------------------------------------------------
@@ -258,7 +370,7 @@ def test_github_step_summary_stays_under_its_limit():
 
 
 def test_junit_suite_per_file_case_per_rule(in_root):
-    out = invoke("--output-format", "junit", "examples/").output
+    out = invoke("--output-format", "junit", "--fail-level", "info", "examples/").output
     doc = as_json("examples/")
     failing = sorted({f["code"] for f in doc["findings"]})
     passing = sorted(c for c, cov in doc["summary"]["rules"].items() if cov["evaluated"] and c not in failing)
@@ -288,7 +400,7 @@ def test_junit_parses_with_junitparser(in_root, tmp_path):
     xml = junitparser.JUnitXml.fromfile(str(path))
     suites = {suite.name: suite for suite in xml}
     broken = suites["examples/broken.jsonl"]
-    assert broken.failures == len({f["code"] for f in doc["findings"]})
+    assert broken.failures == len({f["code"] for f in doc["findings"] if f["severity"] == "error"})
     cases = {case.classname: case for case in broken}
     assert all(not case.result for case in suites["examples/clean.jsonl"])
     (failure,) = cases["trajlint.TL002"].result
@@ -303,6 +415,109 @@ def test_junit_lists_the_first_hundred_and_keeps_xml_well_formed():
     lines = failure.text.splitlines()
     assert len(lines) == 101 and lines[-1] == "30 more"
     assert "bad \\x00\\x1b value 1 <&>" in lines[0]
+
+
+def _junit_schema():
+    etree = pytest.importorskip("lxml.etree")
+    return etree, etree.XMLSchema(etree.parse(str(ROOT / "tests" / "data" / "junit-10.xsd")))
+
+
+@pytest.mark.parametrize("fail_level", ["error", "warning", "info"])
+def test_junit_validates_against_jenkins_schema(in_root, tmp_path, fail_level):
+    etree, schema = _junit_schema()
+    path = tmp_path / "junit.xml"
+    invoke("--output-format", f"junit:{path}", "--fail-level", fail_level, "examples/", "examples/missing.jsonl")
+    schema.assertValid(etree.parse(str(path)))
+    findings = [_finding(1, "error"), _finding(2, "info", message="bad \x00 <&>")]
+    for level in ("error", "info"):
+        report = dataclasses.replace(_report(findings), fail_level=level)
+        schema.assertValid(etree.fromstring("".join(junit.render(report)).encode()))
+
+
+def test_junit_fails_only_at_or_above_the_fail_level(in_root):
+    doc = as_json("examples/")
+    severities: dict[str, set[str]] = {}
+    for f in doc["findings"]:
+        severities.setdefault(f["code"], set()).add(f["severity"])
+    below = sorted(code for code, seen in severities.items() if "error" not in seen)
+    assert below, "examples/ should hold a rule with only warning or info findings"
+    result = invoke("--output-format", "junit", "examples/")
+    assert result.exit_code == 1
+    root = ET.fromstring(result.output.encode())
+    cases = {case.get("classname"): case for case in root.find("testsuite[@name='examples/broken.jsonl']")}
+    for code, seen in severities.items():
+        case = cases[f"trajlint.{code}"]
+        assert (case.find("failure") is not None) == ("error" in seen), code
+        out = case.find("system-out")
+        assert (out is not None) == bool(seen - {"error"}), code
+        if out is not None:
+            assert "below the fail level (error)" in out.text
+    assert root.get("failures") == str(len(severities) - len(below))
+    # A run that exits 0 shows no failed test, and still lists what it found.
+    quiet = invoke("--output-format", "junit", "--select", ",".join(below), "examples/")
+    assert quiet.exit_code == 0
+    root = ET.fromstring(quiet.output.encode())
+    assert root.get("failures") == "0" and root.find(".//failure") is None
+    assert len(root.findall(".//system-out")) == len(below)
+
+
+def test_junit_report_default_fail_level_is_error():
+    findings = [_finding(1, "warning"), _finding(2, "info")]
+    root = ET.fromstring("".join(junit.render(_report(findings))).encode())
+    assert root.find(".//failure") is None
+    (out,) = root.iter("system-out")
+    assert out.text.startswith("2 findings below the fail level (error):")
+    root = ET.fromstring("".join(junit.render(dataclasses.replace(_report(findings), fail_level="warning"))).encode())
+    (failure,) = root.iter("failure")
+    assert failure.get("message") == "1 finding" and failure.get("type") == "warning"
+    assert root.find(".//system-out").text.startswith("1 finding below the fail level (warning):")
+
+
+# -- GitLab Code Quality ------------------------------------------------------------------
+
+GITLAB_SEVERITIES = {"info", "minor", "major", "critical", "blocker"}
+
+
+def test_gitlab_code_quality_issue_per_finding(in_root):
+    result = invoke("--output-format", "gitlab", "examples/", "examples/missing.jsonl")
+    assert result.exit_code == 1
+    issues = json.loads(result.stdout)
+    doc = as_json("examples/", "examples/missing.jsonl")
+    assert isinstance(issues, list) and len(issues) == len(doc["findings"])
+    for issue, finding in zip(issues, doc["findings"], strict=True):
+        assert set(issue) == {"description", "check_name", "fingerprint", "severity", "location"}
+        assert issue["check_name"] == finding["code"]
+        assert issue["description"].startswith(f"{finding['code']} {finding['name']}: {finding['message']}")
+        assert issue["severity"] in GITLAB_SEVERITIES
+        assert issue["severity"] == {"error": "major", "warning": "minor", "info": "info"}[finding["severity"]]
+        assert issue["location"] == {"path": finding["path"], "lines": {"begin": finding["line"] or 1}}
+        assert len(issue["fingerprint"]) == 32
+    # GitLab shows one issue per fingerprint: they must not repeat.
+    assert len({issue["fingerprint"] for issue in issues}) == len(issues)
+    assert invoke("--output-format", "gitlab", "examples/", "examples/missing.jsonl").stdout == result.stdout
+
+
+def test_gitlab_fingerprints_are_unique_and_stable_when_rows_move(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    copies = [_finding(line, fingerprint="f" * 32) for line in (3, 9, 12)]
+    other = _finding(5, fingerprint="e" * 32)
+    unfingerprinted = [_finding(7, fingerprint=""), _finding(8, fingerprint="")]
+    issues = gitlab.issues(_report([*copies, other, *unfingerprinted]))
+    prints = [issue["fingerprint"] for issue in issues]
+    assert len(set(prints)) == len(prints)
+    moved = [dataclasses.replace(f, line=f.line + 100) for f in [*copies, other]]
+    assert [i["fingerprint"] for i in gitlab.issues(_report(moved))] == prints[:4]
+    assert all(issue["location"]["lines"]["begin"] >= 1 for issue in issues)
+    whole_file = gitlab.issues(_report([_finding(0, pointer="")]))
+    assert whole_file[0]["location"]["lines"] == {"begin": 1}
+
+
+def test_gitlab_paths_are_relative_to_the_working_directory(tmp_path, monkeypatch):
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "r.jsonl").write_bytes(b"[1]\n")
+    monkeypatch.chdir(tmp_path)
+    issues = json.loads(invoke("--output-format", "gitlab", str(tmp_path / "runs" / "r.jsonl")).output)
+    assert issues and all(issue["location"]["path"] == "runs/r.jsonl" for issue in issues)
 
 
 # -- several outputs ----------------------------------------------------------------------

@@ -393,7 +393,7 @@ def _undecodable_name(tmp_path: Path) -> Path:
     return directory
 
 
-@pytest.mark.parametrize("fmt", ["full", "concise", "json", "jsonl", "sarif", "github", "junit"])
+@pytest.mark.parametrize("fmt", ["full", "concise", "json", "jsonl", "sarif", "github", "junit", "gitlab"])
 def test_a_file_name_that_is_not_utf8_in_every_format(tmp_path, fmt):
     """Such a name reaches the reports holding lone surrogates, which no UTF-8 writer accepts."""
     directory = _undecodable_name(tmp_path)

@@ -107,6 +107,7 @@ def check(r: CheckRequest) -> int:
         baseline=baseline_use,
         health=health.report_numbers([h.summary for _, h in result.health]) if result.health is not None else None,
         show_availability=settings["show-availability"].value,
+        fail_level=settings["fail-level"].value,
     )
     if r.health_report is not None:
         try:

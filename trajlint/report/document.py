@@ -47,6 +47,9 @@ class Report:
     files: tuple[str, ...] = ()
     #: The directory that relative locations in SARIF and GitHub output are relative to.
     root: str = "."
+    #: The least severe severity that fails the run (`--fail-level`): formats that show pass or
+    #: fail, like JUnit, fail only on findings at or above it, as the exit status does.
+    fail_level: str = "error"
 
     def __post_init__(self) -> None:
         # Every format writes text that must encode as UTF-8; a file name that is not UTF-8
@@ -172,6 +175,7 @@ def build(
     baseline: dict[str, Any] | None = None,
     health: dict[str, Any] | None = None,
     show_availability: bool = False,
+    fail_level: str = "error",
 ) -> Report:
     """The plain data every format renders: the findings that are reported and their summary.
 
@@ -186,6 +190,7 @@ def build(
         rules=rule_infos(specs),
         files=tuple(files),
         root=root,
+        fail_level=fail_level,
     )
 
 

@@ -34,6 +34,7 @@ FORMATS: dict[str, Format] = {
     "sarif": Format("trajlint.report.sarif", "render"),
     "github": Format("trajlint.report.github", "render", step_summary=True),
     "junit": Format("trajlint.report.junit", "render"),
+    "gitlab": Format("trajlint.report.gitlab", "render"),
 }
 ALIASES = {"text": "full"}
 NAMES: tuple[str, ...] = (*FORMATS, *ALIASES)

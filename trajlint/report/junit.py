@@ -1,8 +1,11 @@
 """JUnit XML, for CI dashboards: a suite per input file, a test case per rule.
 
 Every rule that ran appears in every file's suite, so a clean rule shows up as a passing test
-and a dashboard tracks each rule over time. A failing case holds one `<failure>` (Jenkins keeps
-only one) whose message counts the findings and whose text lists the first of them.
+and a dashboard tracks each rule over time. Only findings at or above the run's fail level fail
+a case, as only they fail the exit status: a failing case holds one `<failure>` (Jenkins keeps
+only one) whose message counts those findings and whose text lists the first of them. Findings
+below the fail level are listed in the case's `<system-out>`, so a run that exits 0 shows no red
+test yet loses nothing. The output validates against Jenkins' `junit-10.xsd`.
 """
 
 from __future__ import annotations
@@ -34,14 +37,30 @@ def _xml(text: str) -> str:
     return _xml_only(visible(text))
 
 
-def _failure(case: ET.Element, findings: list[Finding]) -> None:
-    worst = min((f.severity for f in findings), key=severity_rank)
-    noun = "finding" if len(findings) == 1 else "findings"
+def _noun(findings: list[Finding]) -> str:
+    return f"{len(findings):,} {'finding' if len(findings) == 1 else 'findings'}"
+
+
+def _listing(findings: list[Finding]) -> str:
     lines = [finding_line(f) for f in findings[:LISTED]]
     if len(findings) > LISTED:
         lines.append(f"{len(findings) - LISTED:,} more")
-    failure = ET.SubElement(case, "failure", message=f"{len(findings):,} {noun}", type=worst)
-    failure.text = _xml_only("\n".join(lines) + "\n")  # each line escaped by finding_line
+    return _xml_only("\n".join(lines) + "\n")  # each line escaped by finding_line
+
+
+def _case(case: ET.Element, findings: list[Finding], fail_level: str) -> bool:
+    """Fill a rule's case with its findings in one file; whether the case failed."""
+    threshold = severity_rank(fail_level)
+    failing = [f for f in findings if severity_rank(f.severity) <= threshold]
+    below = [f for f in findings if severity_rank(f.severity) > threshold]
+    if failing:
+        worst = min((f.severity for f in failing), key=severity_rank)
+        failure = ET.SubElement(case, "failure", message=_noun(failing), type=worst)
+        failure.text = _listing(failing)
+    if below:
+        out = ET.SubElement(case, "system-out")
+        out.text = f"{_noun(below)} below the fail level ({fail_level}):\n" + _listing(below)
+    return bool(failing)
 
 
 def tree(report: Report) -> ET.Element:
@@ -66,19 +85,18 @@ def tree(report: Report) -> ET.Element:
         failures = 0
         for code in codes:
             case = ET.SubElement(suite, "testcase", classname=f"trajlint.{code}", name=_xml(names.get(code, code)))
-            if code in found:
+            if code in found and _case(case, found[code], report.fail_level):
                 failures += 1
-                _failure(case, found[code])
         suite.set("tests", str(len(codes)))
         suite.set("failures", str(failures))
         suite.set("errors", "0")
         suite.set("skipped", "0")
         total_tests += len(codes)
         total_failures += failures
+    # No `skipped` here: Jenkins' schema allows it on a suite, not on `testsuites`.
     root.set("tests", str(total_tests))
     root.set("failures", str(total_failures))
     root.set("errors", "0")
-    root.set("skipped", "0")
     return root
 
 
