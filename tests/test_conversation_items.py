@@ -1,9 +1,8 @@
 """Conversation items as NeMo Gym 0.7.0 reads them: the model, the schema, the findings, the build, health.
 
 tests/data/conversation-items.jsonl holds items with NeMo Gym 0.7.0's verdict on each (written by
-tools/nemo_gym_items.py, which validates the item with NeMo Gym's own item union). The probes are
-the audit's (contract-audit Appendix 1): one conversation item of a row NeMo Gym 0.7.0 wrote,
-changed.
+tools/nemo_gym_items.py, which validates the item with NeMo Gym's own item union). Each probe is
+a row NeMo Gym 0.7.0 wrote with one conversation item changed.
 """
 
 from __future__ import annotations
@@ -104,7 +103,7 @@ def test_the_recorded_verdicts_are_nemo_gyms():
     assert verdicts == [case["nemo_gym"] for case in CASES]
 
 
-# -- the audit's probes: a row NeMo Gym 0.7.0 wrote, one conversation item changed ------------------
+# -- probes: a row NeMo Gym 0.7.0 wrote, one conversation item changed ------------------
 
 
 def _real_row() -> dict:

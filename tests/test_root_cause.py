@@ -1,5 +1,5 @@
 """One root cause, one finding: rules that read a section a schema error already rejected add
-nothing that would misstate what NeMo Gym reports (audit probes rebuilt as rows)."""
+nothing that would misstate what NeMo Gym reports (probe rows: a valid row with one field changed)."""
 
 from __future__ import annotations
 
