@@ -46,7 +46,7 @@ from trajlint.health.tasks import (
 )
 from trajlint.health.view import Digest, HealthFinding, Subject, view_of
 from trajlint.row.sections import STATED
-from trajlint.row.values import group_key
+from trajlint.row.values import group_key, small
 
 
 def _sort_part(value: Any) -> tuple[int, Any]:
@@ -178,13 +178,15 @@ class RowJudge:
         }
         if stage is not None:
             record["stage_index"] = stage
-        try:
-            return orjson.dumps(record)
-        except (TypeError, ValueError):  # an index nested deeper than JSON writers go
-            for key in ("_ng_task_index", "_ng_rollout_index", "stage_index"):
-                if key in record:
-                    record[key] = group_key(record[key])
-            return orjson.dumps(record)
+        keys = [key for key in ("_ng_task_index", "_ng_rollout_index", "stage_index") if key in record]
+        if all(small(record[key]) for key in keys):  # an index of millions of items is not written whole
+            try:
+                return orjson.dumps(record)
+            except (TypeError, ValueError):  # an index nested deeper than JSON writers go
+                pass
+        for key in keys:
+            record[key] = group_key(record[key])
+        return orjson.dumps(record)
 
 
 class _Ordinal:

@@ -11,6 +11,33 @@ from typing import Any
 import orjson
 
 
+# orjson 3.12 and 3.13 crash the process (SIGSEGV) writing a list of about 120 million items, and
+# a row under the default size cap can hold one; a value read from a row is written whole only
+# when a bounded count of its items says it is small.
+WRITE_MAX_ITEMS = 1_000_000
+
+
+def small(value: Any, limit: int = WRITE_MAX_ITEMS) -> bool:
+    """Whether `value`'s arrays and objects hold at most `limit` items in all; counting stops
+    once past it, so the answer costs at most `limit` steps whatever the value."""
+    total = 0
+    stack = [value]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, dict):
+            total += len(current)
+            items: Any = current.values()
+        elif isinstance(current, list):
+            total += len(current)
+            items = current
+        else:
+            continue
+        if total > limit:
+            return False
+        stack.extend(item for item in items if isinstance(item, (dict, list)))
+    return True
+
+
 def hashable(value: Any) -> Any:
     """`value` itself when it is a JSON scalar, else its canonical JSON text.
 
@@ -20,6 +47,8 @@ def hashable(value: Any) -> Any:
     """
     if value is None or isinstance(value, (str, int, float)):
         return value
+    if not small(value):
+        return ("too large to compare", id(value))
     try:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     except (TypeError, orjson.JSONEncodeError):
@@ -30,6 +59,8 @@ def group_key(value: Any) -> Any:
     """A grouping key for a JSON value (NeMo Gym's index keys are ints or strings in practice)."""
     if value is None or isinstance(value, (str, int, float)):
         return value
+    if not small(value):
+        return f"<{type(value).__name__} of {len(value):,} items>"
     try:
         return orjson.dumps(value).decode()
     except (TypeError, ValueError, RecursionError):  # nested deeper than JSON writers go

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -96,10 +96,19 @@ def _serialized(subject: Subject) -> bytes | None:
 
 
 def _serialize(subject: Subject) -> bytes | None:
+    if len(subject.raw) > SERIALIZE_MAX_BYTES:
+        return None
     try:
         return orjson.dumps(subject.value)
     except (TypeError, orjson.JSONEncodeError):
         return None
+
+
+# A row longer than this is never written again: orjson 3.12 and 3.13 crash the process writing a
+# list of about 120 million items (240 MB of text at least), and a copy of a huge row costs its
+# size again. Such a row's keys are counted instead, on both sides.
+SERIALIZE_MAX_BYTES = 64 * 1024 * 1024
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
 
 def _keys_may_repeat(subject: Subject) -> bool:
@@ -107,7 +116,34 @@ def _keys_may_repeat(subject: Subject) -> bool:
 
 
 def _keys_may_repeat_of(subject: Subject) -> bool:
+    if len(subject.raw) > SERIALIZE_MAX_BYTES:
+        return written_keys(subject.raw) > parsed_keys(subject.value)
     return may_repeat_keys(subject.raw, _serialized(subject))
+
+
+def written_keys(raw: bytes) -> int:
+    """The key-value pairs a line of valid JSON writes: its colons outside strings (one C pass)."""
+    return _STRING.sub(b'""', raw).count(b":")
+
+
+def parsed_keys(value: object) -> int:
+    """The keys of every object in a parsed value. A container's items are typed in one C pass
+    (`map(type, ...)`), so an array of millions of numbers is passed over at C speed."""
+    count = 0
+    stack = [value]
+    while stack:
+        current = stack.pop()
+        if type(current) is dict:
+            count += len(current)
+            items: Any = current.values()
+        elif type(current) is list:
+            items = current
+        else:
+            continue
+        kinds = set(map(type, items))
+        if dict in kinds or list in kinds:
+            stack.extend(item for item in items if type(item) is dict or type(item) is list)
+    return count
 
 
 def _may_hold_oversized(subject: Subject) -> bool:
