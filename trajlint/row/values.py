@@ -10,7 +10,6 @@ from typing import Any
 
 import orjson
 
-
 # orjson 3.12 and 3.13 crash the process (SIGSEGV) writing a list of about 120 million items, and
 # a row under the default size cap can hold one; a value read from a row is written whole only
 # when a bounded count of its items says it is small.
