@@ -272,7 +272,7 @@ def test_a_worker_that_dies_ends_the_run_with_an_error_not_a_hang(corpus):
 
 
 _STOPPED = """
-import os, signal, sys
+import os, signal, sys, time
 from trajlint.read import units
 from trajlint.check import engine, parallel
 from trajlint.cli import main
@@ -289,8 +289,18 @@ def stop_once():
         return
     if how == "ctrl-c":
         os.killpg(os.getpgrp(), signal.SIGINT)  # as a terminal does: to every process of the group
+    elif how == "ctrl-c-twice":
+        os.killpg(os.getpgrp(), signal.SIGINT)
+        time.sleep(0.05)
+        os.killpg(os.getpgrp(), signal.SIGINT)
+    elif how == "sigterm-then-sigint":  # a CI runner's cancel, then an impatient user
+        os.kill(parent, signal.SIGTERM)
+        time.sleep(0.05)
+        os.kill(parent, signal.SIGINT)
     else:
         os.kill(parent, signal.SIGTERM if how == "sigterm" else signal.SIGKILL)  # as `timeout` does
+    if os.getpid() != parent:
+        time.sleep(60)  # a worker busy with a slow row: the run must not wait for it
 
 def stop_in_worker(unit):
     stop_once()
@@ -331,9 +341,16 @@ def _group_ends(pgid: int) -> bool:
         ("1", "sigterm", 143, "trajlint: terminated\n"),
         ("2", "sigterm", 143, "trajlint: terminated\n"),
         ("2", "sigkill", -9, ""),  # the parent cannot answer; its workers notice it is gone
+        ("2", "ctrl-c-twice", 130, "trajlint: interrupted\n"),
+        ("2", "sigterm-then-sigint", 143, "trajlint: terminated\n"),
+        ("1", "ctrl-c-twice", 130, "trajlint: interrupted\n"),
+        ("1", "sigterm-then-sigint", 143, "trajlint: terminated\n"),
     ],
 )
 def test_a_stopped_run_ends_with_its_status_and_no_worker_left(corpus, tmp_path, jobs, how, status, said):
+    """Also when a second signal comes while the first is handled, and while a worker is busy
+    with a slow row (60 s here): the run stops at once, it does not wait for the worker."""
+    started = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-c", _STOPPED, str(corpus / "rows.jsonl"), jobs, how, str(tmp_path / "stopped")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True,
@@ -347,6 +364,7 @@ def test_a_stopped_run_ends_with_its_status_and_no_worker_left(corpus, tmp_path,
     assert proc.returncode == status, err
     assert err == said and out == ""
     assert _group_ends(proc.pid), "a worker process was left running"
+    assert time.monotonic() - started < 30, "the run waited for a busy worker"
 
 
 def test_workers_started_without_fork_give_the_same_report(corpus, monkeypatch):

@@ -89,8 +89,8 @@ def check_units(
     Each unit's parts are to be absorbed, in order, before the next unit is taken: a unit
     checked here comes in parts of `engine.PART_ROWS` rows, a shard from a worker whole, and a
     stream as one part per batch. A caller that stops early (Ctrl-C, SIGTERM) closes the
-    generator: what is queued is cancelled and the units being checked are let finish, since
-    a worker stopped halfway through sending its result would leave the pool waiting forever.
+    generator: what is queued is cancelled and the workers are stopped (`_abandon`), since
+    nobody takes what they hold.
     """
     units = [unit for unit, _ in planned]
     # A stream, however long, can keep every worker busy; a file or shard keeps one.
@@ -143,13 +143,42 @@ def check_units(
             fill()
             yield result
 
+    finished = False
     try:
         fill()
         for index, unit in enumerate(units):
             yield unit, results(index, unit)
+        finished = True
     finally:
-        ahead.close()  # the stream being read, if any
-        pool.shutdown(wait=True, cancel_futures=True)
+        try:
+            ahead.close()  # the stream being read, if any
+        finally:
+            if finished:
+                pool.shutdown(wait=True)
+            else:
+                _abandon(pool)
+
+
+_WORKER_EXIT_SECONDS = 0.5
+
+
+def _abandon(pool: Any) -> None:
+    """Stop the workers of a run that ends early (Ctrl-C, SIGTERM, an error): what they hold is
+    not waited for, so that the run stops at once, and none is left behind. Stop signals are
+    held meanwhile, so that a second one cannot cut this short."""
+    with _stop_signals_held():
+        processes = list((getattr(pool, "_processes", None) or {}).values())
+        for process in processes:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                process.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        deadline = time.monotonic() + _WORKER_EXIT_SECONDS
+        for process in processes:
+            with contextlib.suppress(OSError, ValueError, AttributeError, AssertionError):
+                process.join(max(0.0, deadline - time.monotonic()))
+                if process.is_alive():
+                    process.kill()
+                    process.join(_WORKER_EXIT_SECONDS)
 
 
 _STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}

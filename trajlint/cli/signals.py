@@ -26,7 +26,16 @@ class Terminated(BaseException):
 
 
 def _raise_terminated(signum: int, frame: Any) -> None:
+    # A second signal while this one unwinds the run (a second Ctrl-C, SIGINT then SIGTERM from
+    # a CI runner) would interrupt the cleanup that stops the workers, and a run whose workers
+    # were never told to stop waits for them forever: from the first signal on, both are ignored.
+    _ignore_stop_signals()
     raise Terminated
+
+
+def _raise_interrupted(signum: int, frame: Any) -> None:
+    _ignore_stop_signals()
+    raise KeyboardInterrupt
 
 
 def _set_stop_handlers(on_int: Any, on_term: Any) -> tuple[Any, Any] | None:
@@ -60,12 +69,10 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, debug: bool = False, **kwargs: Any) -> Any:
-        on_int = signal.getsignal(
-            signal.SIGINT
-        )  # kept: the shell may have set it ignored
-        previous = _set_stop_handlers(
-            signal.SIG_DFL if on_int is None else on_int, _raise_terminated
-        )
+        on_int = signal.getsignal(signal.SIGINT)  # kept unless Python's own: the shell may have set it ignored
+        if on_int is signal.default_int_handler:
+            on_int = _raise_interrupted
+        previous = _set_stop_handlers(signal.SIG_DFL if on_int is None else on_int, _raise_terminated)
         try:
             return fn(*args, **kwargs)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
