@@ -391,3 +391,94 @@ def test_any_cut_yields_the_lines_of_the_whole_file(tmp_path, lines, final_newli
     path = tmp_path / "rows.jsonl"
     path.write_bytes(b"\n".join(lines) + (b"\n" if final_newline and lines else b""))
     assert _lines_of(str(path), shard_bytes, max_row_bytes) == _lines_of(str(path), 10**9, max_row_bytes)
+
+
+def _count_workers(monkeypatch) -> list[int]:
+    started: list[int] = []
+    real = parallel._context
+
+    class Recording:
+        def __init__(self, context):
+            self._context = context
+
+        def Process(self, *args, **kwargs):  # noqa: N802 - multiprocessing's name
+            started.append(1)
+            return self._context.Process(*args, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(self._context, name)
+
+    monkeypatch.setattr(parallel, "_context", lambda: Recording(real()))
+    return started
+
+
+def test_workers_never_outnumber_the_work_or_the_cores(corpus, monkeypatch, tmp_path):
+    started = _count_workers(monkeypatch)
+    # --jobs 64 on a small stream: one batch, checked here, no worker at all.
+    small = (ROOT / "examples" / "clean.jsonl").read_bytes()
+    assert len(small) < 16_000
+    result = CliRunner().invoke(main, ["check", "--isolated", "-q", "--jobs", "64", "-"], input=small)
+    assert result.exit_code in (0, 1) and started == []
+    # Three small files on 64 cores: three workers at most.
+    for name in ("a", "b", "c"):
+        (tmp_path / f"{name}.jsonl").write_bytes(small)
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 64)
+    _run(["check", "--isolated", "-q", "--jobs", "64", str(tmp_path)], monkeypatch, shard_bytes=10**9)
+    assert len(started) == 3
+    # Many shards, but two cores: two workers.
+    started.clear()
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
+    _run(["check", "--isolated", "-q", "--jobs", "64", str(corpus)], monkeypatch, shard_bytes=20_000)
+    assert len(started) == 2
+
+
+@pytest.mark.parametrize(("text", "cores"), [("max 100000\n", None), ("150000 100000\n", 2), ("50000 100000", 1)])
+def test_a_cgroup_cpu_quota_counts_as_cores(text, cores):
+    assert parallel._cpu_max(text) == cores
+
+
+_REFUSED = """
+import os, sys, threading
+from trajlint.read import units
+from trajlint.check import parallel
+from trajlint.cli import main
+
+units.SHARD_BYTES = 50_000
+parallel.PARALLEL_MIN_BYTES = 0
+parallel.usable_cores = lambda: 4
+if sys.argv[2] == "fork":
+    forks = [0]
+    real_fork = os.fork
+    def fork():  # the second fork fails, as under RLIMIT_NPROC or a pids cgroup
+        forks[0] += 1
+        if forks[0] > 1:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        return real_fork()
+    os.fork = fork
+else:
+    real_start = threading.Thread.start
+    def start(self):
+        if os.getpid() == parent:
+            raise RuntimeError("can't start new thread")
+        return real_start(self)
+    parent = os.getpid()
+    threading.Thread.start = start
+sys.argv = ["trajlint", "check", "--isolated", "-q", "--jobs", "4", sys.argv[1]]
+main()
+"""
+
+
+@pytest.mark.parametrize("refused", ["fork", "thread"])
+def test_a_system_that_refuses_workers_gets_one_line_not_a_hang(corpus, refused):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _REFUSED, str(corpus / "rows.jsonl"), refused],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+    assert proc.returncode == 2, err
+    assert err.startswith("Error: cannot start worker processes") and len(err.strip().splitlines()) == 1, err
+    assert _group_ends(proc.pid), "a worker process was left running"

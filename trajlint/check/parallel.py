@@ -11,6 +11,7 @@ lines (`trajlint.read.batches`), so it is checked on every core too.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import signal
 import threading
@@ -72,12 +73,43 @@ def _size(source: Source) -> int:
 
 
 def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity, where the system tells)."""
+    """The cores this process may run on: its CPU affinity, and no more than its control
+    group's CPU quota (a container limited to 2 CPUs on a 64-core host), where the system tells."""
     if hasattr(os, "process_cpu_count"):  # Python 3.13+
-        return os.process_cpu_count() or 1
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0)) or 1
-    return os.cpu_count() or 1
+        cores = os.process_cpu_count() or 1
+    elif hasattr(os, "sched_getaffinity"):
+        cores = len(os.sched_getaffinity(0)) or 1
+    else:
+        cores = os.cpu_count() or 1
+    quota = _cgroup_cpu_quota()
+    return max(1, min(cores, quota)) if quota is not None else cores
+
+
+def _cgroup_cpu_quota() -> int | None:
+    """The CPU quota of this process's control group, in whole cores rounded up (None: none)."""
+    for path, parse in (("/sys/fs/cgroup/cpu.max", _cpu_max), ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", _cfs_quota)):
+        try:
+            with open(path, encoding="ascii") as handle:
+                return parse(handle.read(64))
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def _cpu_max(text: str) -> int | None:
+    quota, _, period = text.strip().partition(" ")
+    if quota == "max":
+        return None
+    return max(1, -(-int(quota) // int(period or 100_000)))
+
+
+def _cfs_quota(text: str) -> int | None:
+    quota = int(text.strip())
+    if quota <= 0:
+        return None
+    with open("/sys/fs/cgroup/cpu/cpu.cfs_period_us", encoding="ascii") as handle:
+        period = int(handle.read(64).strip())
+    return max(1, -(-quota // period))
 
 
 def check_units(
@@ -93,12 +125,29 @@ def check_units(
     nobody takes what they hold.
     """
     units = [unit for unit, _ in planned]
-    # A stream, however long, can keep every worker busy; a file or shard keeps one.
-    workers = jobs if any(_is_stream(u) for u in units) else min(jobs, len(units))
+    # One worker per core at most, and one per task at most: a file or shard is one task, a
+    # stream one per batch (so its first batches are read before the workers are started).
+    workers = min(jobs, usable_cores())
+    streams = any(_is_stream(u) for u in units)
+    if not streams:
+        workers = min(workers, len(units))
     if workers < 2 or _work_bytes(units) < PARALLEL_MIN_BYTES:
         for unit, kind in planned:
             yield unit, checker.check_parts(unit, max_row_bytes, engine.PART_ROWS, kind)
         return
+    read_tasks = _tasks(planned, max_row_bytes)
+    ahead: Iterator[tuple[int, Work]] = read_tasks
+    if streams:
+        first = list(itertools.islice(ahead, workers))
+        if len(first) < workers:  # the whole input: fewer tasks than workers
+            workers = len(first)
+        ahead = itertools.chain(first, ahead)
+        if workers < 2:
+            try:
+                yield from _checked_here(checker, units, ahead, max_row_bytes)
+            finally:
+                read_tasks.close()
+            return
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
@@ -109,7 +158,6 @@ def check_units(
     # never lets the results of every later one pile up here; a stream is read only as far
     # ahead as the workers need, and never more than `READ_AHEAD_BYTES` beyond one batch
     # per worker (a stream of huge rows is one row a batch).
-    ahead = _tasks(planned, max_row_bytes)
     pending: deque[tuple[int, int, Future[UnitResult]]] = deque()  # (unit index, bytes held, future)
     held = 0
 
@@ -128,6 +176,8 @@ def check_units(
                     future = pool.submit(_check_in_worker, work)
             except BrokenProcessPool:
                 raise WorkerLost(units[index].path) from None
+            except (OSError, RuntimeError) as exc:  # no process or thread to be had (RLIMIT_NPROC, pids.max)
+                raise WorkersRefused(exc) from None
             pending.append((index, size, future))
             held += size
 
@@ -151,7 +201,7 @@ def check_units(
         finished = True
     finally:
         try:
-            ahead.close()  # the stream being read, if any
+            read_tasks.close()  # the stream being read, if any
         finally:
             if finished:
                 pool.shutdown(wait=True)
@@ -228,6 +278,39 @@ class WorkerLost(Exception):
         )
 
 
+class WorkersRefused(WorkerLost):
+    """The system refused to start a worker process or thread (a process limit)."""
+
+    def __init__(self, exc: BaseException):
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        Exception.__init__(
+            self,
+            f"cannot start worker processes: {reason} (a limit on processes?); "
+            "rerun with fewer --jobs, or --jobs 1 to check in one process",
+        )
+
+
+def _checked_here(
+    checker: RowChecker, units: Sequence[Unit], tasks: Iterator[tuple[int, Work]], max_row_bytes: int
+) -> Iterator[tuple[Unit, Iterable[UnitResult]]]:
+    """`check_units` in this process, for tasks already cut (a stream's batches)."""
+    pending: list[tuple[int, Work]] = []
+
+    def parts(index: int) -> Iterator[UnitResult]:
+        while True:
+            task = pending.pop() if pending else next(tasks, None)
+            if task is None:
+                return
+            if task[0] != index:
+                pending.append(task)
+                return
+            work, kind = task[1]
+            yield checker.check_unit(work, max_row_bytes, kind)
+
+    for index, unit in enumerate(units):
+        yield unit, parts(index)
+
+
 def _work_bytes(units: Sequence[Unit]) -> int:
     total = 0
     for unit in units:
@@ -274,7 +357,10 @@ def _start_worker(checker: RowChecker, max_row_bytes: int) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
-    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
+    # Without a thread to spare (a process limit), the worker still works: it just does not
+    # notice a parent killed with SIGKILL.
+    with contextlib.suppress(RuntimeError):
+        threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     _worker = (checker, max_row_bytes)
 
 
