@@ -241,3 +241,91 @@ def test_baseline_path_is_relative_to_the_config_file(project):
     (project / "runs" / "trajlint.toml").write_text('baseline = "known.json"\n')
     loaded = config.load(project / "runs" / "trajlint.toml")
     assert Path(loaded.values["baseline"]) == project / "runs" / "known.json"
+
+
+# -- configuration in its lane: what a file found in a parent directory can and cannot do ------
+
+
+def _parent_config(project: Path, text: str) -> Path:
+    """`project` moved one level down, under a parent directory whose pyproject.toml says `text`."""
+    (project / "pyproject.toml").write_text(f"[tool.trajlint]\n{text}\n")
+    inner = project / "inner"
+    inner.mkdir()
+    shutil.move(str(project / "runs"), str(inner / "runs"))
+    return inner
+
+
+def _run_in(directory: Path, *args: str):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    return subprocess.run(
+        [sys.executable, "-m", "trajlint", *args], cwd=directory, env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_a_baseline_named_by_a_parent_config_is_read_only_as_a_regular_file(project):
+    import os
+
+    os.mkfifo(project / "fifo")
+    inner = _parent_config(project, 'baseline = "fifo"')
+    proc = _run_in(inner, "check", "runs")  # a FIFO nobody writes: no hang
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert "is a FIFO, not a regular file" in proc.stderr
+    (project / "pyproject.toml").write_text('[tool.trajlint]\nbaseline = "/dev/zero"\n')
+    proc = _run_in(inner, "check", "runs")  # never read to the end
+    assert proc.returncode == 2 and "is a device, not a regular file" in proc.stderr
+
+
+def test_a_baseline_larger_than_the_limit_is_refused(project, monkeypatch):
+    from trajlint.report import baseline
+
+    (project / "base.json").write_text(json.dumps({"schema_version": 1, "entries": []}) + " " * 100)
+    monkeypatch.setattr(baseline, "MAX_BYTES", 50)
+    result = check("--isolated", "--baseline", "base.json", "runs")
+    assert result.exit_code == 2 and "is larger than 50 bytes" in result.output
+
+
+def test_baseline_never_overwrites_a_file_that_is_not_a_baseline(project):
+    victim = project / "victim.txt"
+    victim.write_text("precious\n")
+    inner = _parent_config(project, 'baseline = "victim.txt"')
+    proc = _run_in(inner, "baseline", "runs")
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert "not a trajlint baseline" in proc.stderr and "--force" in proc.stderr and "pyproject.toml" in proc.stderr
+    assert victim.read_text() == "precious\n"
+    assert _run_in(inner, "baseline", "runs").returncode == 2
+    # A baseline is replaced; --force replaces anything regular.
+    assert _run_in(inner, "baseline", "--force", "runs").returncode == 0
+    assert json.loads(victim.read_text())["tool"] == "trajlint"
+    assert _run_in(inner, "baseline", "runs").returncode == 0
+
+
+def test_baseline_never_writes_into_a_fifo_or_a_device(project):
+    import os
+
+    os.mkfifo(project / "fifo")
+    for target in (str(project / "fifo"), "/dev/null"):
+        proc = _run_in(project, "baseline", "--isolated", "--force", "-o", target, "runs")
+        assert proc.returncode == 2 and "not a regular file" in proc.stderr, proc.stderr
+
+
+def test_settings_that_select_no_rule_are_an_error(project):
+    inner = _parent_config(project, 'ignore = ["ALL"]')
+    proc = _run_in(inner, "check", "runs")
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert "no rule is selected" in proc.stderr and str(project / "pyproject.toml") in proc.stderr
+    assert _run_in(inner, "baseline", "runs").returncode == 2
+    assert _run_in(inner, "check", "--isolated", "runs").returncode == 1
+
+
+def test_the_configuration_in_force_is_named(project):
+    (project / "trajlint.toml").write_text('ignore = ["TL104"]\n')
+    result = check("-v", "--output-format", "json", "runs")
+    assert f"configuration {project / 'trajlint.toml'}" in result.stderr
+    assert json.loads(result.stdout)["configuration"] == str(project / "trajlint.toml")
+    result = check("--isolated", "--verbose", "--output-format", "json", "runs")
+    assert "no configuration file" in result.stderr
+    assert json.loads(result.stdout)["configuration"] is None

@@ -176,7 +176,7 @@ def test_cli_selection_repeatable_and_by_name():
 
 
 def test_cli_selection_that_leaves_only_clean_rules_passes():
-    result, doc = run_json("--select", "TL9")
+    result, doc = run_json("--select", "TL006")
     assert result.exit_code == 0 and doc["findings"] == []
 
 

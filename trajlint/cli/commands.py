@@ -138,6 +138,12 @@ def _lint(options: dict[str, Any]) -> Any:
 )
 @click.option("-q", "--quiet", is_flag=True, help="Show only the summary on standard output (files are unchanged).")
 @click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Also say on standard error which configuration file is in force (or that none is).",
+)
+@click.option(
     "--show-availability",
     is_flag=True,
     help="Also list availability findings: observation gaps that only say which evidence the producer "
@@ -165,6 +171,7 @@ def check(
     exit_zero: bool,
     statistics: bool,
     quiet: bool,
+    verbose: bool,
     show_availability: bool,
     show_files: bool,
     baseline: str | None,
@@ -187,6 +194,7 @@ def check(
         exit_zero=exit_zero,
         statistics=statistics,
         quiet=quiet,
+        verbose=verbose,
         show_availability=show_availability,
         show_files=show_files,
         baseline=baseline,
@@ -206,8 +214,13 @@ def check(
     help="The baseline file to write. [default: the configuration's `baseline`, else "
     ".trajlint-baseline.json]",
 )
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace the file even when it exists and is not a trajlint baseline.",
+)
 @_guarded
-def baseline_command(output: str | None, **options: Any) -> None:
+def baseline_command(output: str | None, force: bool, **options: Any) -> None:
     """Record today's findings, so that `trajlint check --baseline FILE` reports only new ones.
 
     Entries are keyed on rollout identity (or file and fingerprint), rule and JSON pointer, never
@@ -216,7 +229,7 @@ def baseline_command(output: str | None, **options: Any) -> None:
     """
     from trajlint.cli import execute
 
-    sys.exit(execute.record_baseline(_lint(options), output))
+    sys.exit(execute.record_baseline(_lint(options), output, force=force))
 
 
 @main.command("build")

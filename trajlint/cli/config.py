@@ -20,11 +20,13 @@ from typing import Any
 from trajlint.check.kinds import AUTO, CHOICES
 from trajlint.check.select import DEFAULT_PROFILE, PROFILES
 from trajlint.findings import SEVERITIES
-from trajlint.read import DEFAULT_MAX_ROW_BYTES
+from trajlint.read import DEFAULT_MAX_ROW_BYTES, Refused, read_regular_file
 
 DEFAULT_FAIL_LEVEL = "error"
 
 PYPROJECT = "pyproject.toml"
+#: A configuration file is read whole, so no bigger than this.
+MAX_BYTES = 64 * 1024 * 1024
 TRAJLINT_TOML = "trajlint.toml"
 
 _LISTS = ("select", "extend-select", "ignore")
@@ -77,9 +79,9 @@ class FileConfig:
 def _table(path: Path) -> dict[str, Any] | None:
     """The trajlint settings in `path`; None for a pyproject.toml without `[tool.trajlint]`."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+        data = tomllib.loads(read_regular_file(str(path), MAX_BYTES).decode("utf-8"))
+    except Refused as exc:
+        raise ConfigError(f"{path}: cannot be read: {exc.reason}") from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     except RecursionError:  # tomllib recurses once per level of nested arrays and inline tables

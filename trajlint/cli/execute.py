@@ -48,6 +48,7 @@ class CheckRequest:
     exit_zero: bool = False
     statistics: bool = False
     quiet: bool = False
+    verbose: bool = False
     show_availability: bool | None = None  # None: the configuration's, else off
     show_files: bool = False
     baseline: str | None = None
@@ -69,6 +70,8 @@ def check(r: CheckRequest) -> int:
         r.lint,
         {"fail-level": r.fail_level, "baseline": r.baseline, "show-availability": r.show_availability or None},
     )
+    if r.verbose:
+        click.echo(f"trajlint: {configuration_line(found)}", err=True)
     try:
         known = Baseline.load(settings["baseline"].value) if settings["baseline"].value else None
     except BaselineError as exc:
@@ -108,6 +111,7 @@ def check(r: CheckRequest) -> int:
         health=health.report_numbers([h.summary for _, h in result.health]) if result.health is not None else None,
         show_availability=settings["show-availability"].value,
         fail_level=settings["fail-level"].value,
+        configuration=str(found.path) if found.path is not None else None,
     )
     if r.health_report is not None:
         try:
@@ -162,7 +166,7 @@ def check(r: CheckRequest) -> int:
 
 
 
-def record_baseline(lint: LintOptions, output: str | None) -> int:
+def record_baseline(lint: LintOptions, output: str | None, *, force: bool = False) -> int:
     """`trajlint baseline`: record today's findings into the baseline file."""
     from trajlint.check import select as selection
     from trajlint.report import baseline, formats
@@ -171,6 +175,10 @@ def record_baseline(lint: LintOptions, output: str | None) -> int:
 
     found, settings, rules, ignores = _lint_setup(lint, {})
     path = output or settings["baseline"].value or baseline.DEFAULT_PATH
+    refusal = _baseline_target_problem(path, force)
+    if refusal:
+        named = "" if output else f" (the `baseline` of {found.label})" if settings["baseline"].value else ""
+        raise Failure(f"{path}{named} {refusal}")
     sources = _sources(lint.paths)
     problem = report_outputs.problem([formats.Output("json", path)], [s.path for s in sources])
     if problem:
@@ -196,6 +204,35 @@ def record_baseline(lint: LintOptions, output: str | None) -> int:
         err=True,
     )
     return EXIT_CLEAN
+
+
+def _baseline_target_problem(path: str, force: bool) -> str | None:
+    """Why `trajlint baseline` must not write `path`, or None: it only ever replaces a baseline
+    (so a path from a configuration file in a parent directory cannot overwrite any other file),
+    and never writes into a FIFO or a device, `--force` or not."""
+    import os
+    import stat
+
+    from trajlint.report.baseline import Baseline
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot be written: {exc.strerror or exc}"
+    if not stat.S_ISREG(mode):
+        return "is not a regular file; a baseline is written only to a regular file"
+    if force or Baseline.is_baseline(path):
+        return None
+    return "exists and is not a trajlint baseline; pass --force to replace it"
+
+
+def configuration_line(found: Any) -> str:
+    """Which configuration file is in force, for `--verbose`."""
+    if found.path is None:
+        return "no configuration file (defaults, and the options given)"
+    return f"configuration {found.label}"
 
 
 def build(paths: tuple[str, ...], output: str | None, trajectory_only: bool, max_row_bytes: int | None) -> int:
@@ -314,7 +351,7 @@ def _lint_setup(
     before anything is read.
     """
     from trajlint.check import select as selection
-    from trajlint.check.registry import load_rules
+    from trajlint.check.registry import INTERNAL_ERROR, load_rules
     from trajlint.cli import config
 
     if options.isolated and options.config_file:
@@ -364,6 +401,10 @@ def _lint_setup(
         ]
     except (config.ConfigError, selection.SelectorError) as exc:
         raise Failure(str(exc)) from None
+    if not options.show_settings and all(spec.name == INTERNAL_ERROR for spec in rules.values()):
+        # A gate that checks nothing passes everything: a `select` or `ignore` that leaves no
+        # rule (an `ignore = ["ALL"]` in a parent directory's pyproject.toml) is an error.
+        raise Failure(f"no rule is selected, so nothing would be checked ({configuration_line(found)}; see --show-settings)")
     if options.show_settings:
         for line in config.show(found, settings, cli):
             click.echo(line)

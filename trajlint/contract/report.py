@@ -141,7 +141,11 @@ class Tool(_Strict):
 class ReportDocument(_Strict):
     """The report `trajlint check --output-format json` prints."""
 
-    schema_version: Literal["1.3"]
+    schema_version: Literal["1.4"]
     tool: Tool
+    configuration: str | None = Field(
+        description="The configuration file in force: found walking up from the working directory "
+        "(trajlint.toml, or pyproject.toml with [tool.trajlint]) or named with --config; null when none was read."
+    )
     findings: list[Finding] = Field(description="Sorted by path, line, pointer, code.")
     summary: Summary

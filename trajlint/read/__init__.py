@@ -17,6 +17,7 @@ files are only ever opened read-only. The modules, in the order the data flows t
 from __future__ import annotations
 
 from trajlint.read.discover import iter_sources
+from trajlint.read.files import Refused, read_regular_file
 from trajlint.read.head import HEAD_BYTES, HEAD_LINES, head
 from trajlint.read.items import DEFAULT_MAX_ROW_BYTES, Line, LineTally, OversizedLine, ParseError, Unreadable
 from trajlint.read.parse import parse
@@ -35,11 +36,13 @@ __all__ = [
     "LineTally",
     "OversizedLine",
     "ParseError",
+    "Refused",
     "Source",
     "Unreadable",
     "batches",
     "head",
     "iter_sources",
     "parse",
+    "read_regular_file",
     "shards",
 ]

@@ -57,3 +57,36 @@ def _os_reason(exc: OSError) -> str:
     if exc.strerror:
         return exc.strerror[0].lower() + exc.strerror[1:]
     return "cannot be read"
+
+
+class Refused(Exception):
+    """A file a setting names that cannot be read as one: its `reason` completes "PATH ..."."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def read_regular_file(path: str, limit: int) -> bytes:
+    """The bytes of a small regular file that a setting names (a configuration, a baseline).
+
+    Opened like an input (a FIFO, a device, a directory is refused without blocking), and read no
+    further than `limit` bytes: /dev/zero or a huge file is refused, never read into memory.
+    """
+    opened = _open_regular_file(path)
+    if isinstance(opened, Unreadable):
+        raise Refused(opened.reason)
+    with opened as handle:
+        try:
+            if os.fstat(handle.fileno()).st_size > limit:
+                raise Refused(f"is larger than {limit:,} bytes")
+            parts, size = [], 0
+            while size <= limit and (part := handle.read(limit + 1 - size)):
+                parts.append(part)
+                size += len(part)
+            data = b"".join(parts)
+        except OSError as exc:
+            raise Refused(_os_reason(exc)) from None
+    if len(data) > limit:
+        raise Refused(f"is larger than {limit:,} bytes")
+    return data

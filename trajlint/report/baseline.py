@@ -23,6 +23,8 @@ from trajlint.findings import Finding
 
 SCHEMA_VERSION = 1
 DEFAULT_PATH = ".trajlint-baseline.json"
+#: A baseline is read whole, so no bigger than this (a million entries take about 150 MB).
+MAX_BYTES = 1024 * 1024 * 1024
 #: Never recorded nor dropped: a crash in trajlint is not a defect of the data to live with.
 _NEVER = "internal-error"
 
@@ -106,15 +108,16 @@ class Baseline:
 
     @classmethod
     def load(cls, path: str) -> Baseline:
+        from trajlint.read import Refused, read_regular_file
+
         try:
-            with open(path, encoding="utf-8") as handle:
-                document = json.load(handle)
-        except FileNotFoundError:
-            raise BaselineError(
-                f"baseline {path} does not exist; create it with `trajlint baseline -o {path}`"
-            ) from None
-        except OSError as exc:
-            raise BaselineError(f"baseline {path} cannot be read: {exc.strerror or exc}") from None
+            document = json.loads(read_regular_file(path, MAX_BYTES).decode("utf-8"))
+        except Refused as exc:
+            if exc.reason == "no such file or directory":
+                raise BaselineError(
+                    f"baseline {path} does not exist; create it with `trajlint baseline -o {path}`"
+                ) from None
+            raise BaselineError(f"baseline {path} cannot be read: {exc.reason}") from None
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise BaselineError(f"baseline {path} is not valid JSON: {exc}") from None
         except RecursionError:
@@ -131,6 +134,15 @@ class Baseline:
         except ValueError as exc:
             raise BaselineError(f"baseline {path}: {exc}") from None
         return cls(path, counts)
+
+    @staticmethod
+    def is_baseline(path: str) -> bool:
+        """Whether `path` holds a trajlint baseline (one that `load` would read)."""
+        try:
+            Baseline.load(path)
+        except BaselineError:
+            return False
+        return True
 
     def apply(self, findings: Sequence[Finding]) -> tuple[list[Finding], dict[str, Any]]:
         """(the findings the baseline does not cover, {path, suppressed, stale})."""

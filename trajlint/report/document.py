@@ -22,7 +22,7 @@ from trajlint.findings import SEVERITIES, Finding, severity_rank
 if TYPE_CHECKING:
     from trajlint.check.engine import Result
 
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +50,9 @@ class Report:
     #: The least severe severity that fails the run (`--fail-level`): formats that show pass or
     #: fail, like JUnit, fail only on findings at or above it, as the exit status does.
     fail_level: str = "error"
+    #: The configuration file in force (found walking up from the working directory, or named
+    #: with --config), or None: what decided the rules, severities and ignores of this report.
+    configuration: str | None = None
 
     def __post_init__(self) -> None:
         # Every format writes text that must encode as UTF-8; a file name that is not UTF-8
@@ -176,6 +179,7 @@ def build(
     health: dict[str, Any] | None = None,
     show_availability: bool = False,
     fail_level: str = "error",
+    configuration: str | None = None,
 ) -> Report:
     """The plain data every format renders: the findings that are reported and their summary.
 
@@ -191,6 +195,7 @@ def build(
         files=tuple(files),
         root=root,
         fail_level=fail_level,
+        configuration=configuration,
     )
 
 
@@ -198,6 +203,7 @@ def document(report: Report) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "trajlint", "version": __version__},
+        "configuration": report.configuration,
         "findings": [f.to_dict() for f in report.findings],
         "summary": report.summary,
     }
