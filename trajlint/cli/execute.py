@@ -141,7 +141,7 @@ def check(r: CheckRequest) -> int:
         try:
             report_outputs.append_step_summary(report, step_summary)
         except OSError as exc:
-            click.echo(f"trajlint: warning: cannot write the step summary {step_summary}: {exc}", err=True)
+            click.echo(f"trajlint: warning: cannot write the step summary {step_summary}: {exc.strerror or exc}", err=True)
     if console is None:
         click.echo(text_summary(report), err=True)
     if result.files == 0 and not result.findings:
@@ -279,15 +279,22 @@ def _sources(paths: tuple[str, ...]) -> list[Any]:
     """The inputs, expanded, with paths in normal form (`./a/../b.jsonl` is `b.jsonl`), so one
     file is always spelled the same in reports and in baseline keys."""
     import dataclasses
-    import os
 
     from trajlint.read import iter_sources
 
     return [
         # normpath("") is ".", which exists: an empty argument is reported as itself
-        source if source.path in ("-", "") else dataclasses.replace(source, path=os.path.normpath(source.path))
+        source if source.path in ("-", "") else dataclasses.replace(source, path=_normal(source.path))
         for source in iter_sources(list(paths) or ["."])
     ]
+
+
+def _normal(path: str) -> str:
+    import os
+
+    normal = os.path.normpath(path)
+    # A file named `-` (given as `./-`) stays a file: `-` alone means standard input.
+    return os.path.join(".", normal) if normal == "-" else normal
 
 
 

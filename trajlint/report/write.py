@@ -9,6 +9,7 @@ disk) leaves the previous file whole.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from collections.abc import Iterable, Iterator, Sequence
@@ -51,8 +52,27 @@ def same_file(a: str, b: str) -> bool:
 
 
 def input_clash(target: str, inputs: Iterable[str]) -> str | None:
-    """The input that `target` would overwrite, if any."""
-    return next((p for p in inputs if p != "-" and same_file(target, p)), None)
+    """The input that `target` would overwrite, if any. Standard input (`-`) is compared by its
+    file's identity: `/dev/stdin` or `/dev/fd/0` with a file redirected to standard input names
+    that file."""
+    for p in inputs:
+        if p == "-":
+            if _is_standard_input(target):
+                return "standard input"
+        elif same_file(target, p):
+            return p
+    return None
+
+
+def _is_standard_input(target: str) -> bool:
+    """Whether `target` is the regular file redirected to standard input (a pipe or terminal
+    there loses nothing to a write)."""
+    try:
+        given = os.fstat(0)
+        named = os.stat(target)
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISREG(given.st_mode) and (given.st_dev, given.st_ino) == (named.st_dev, named.st_ino)
 
 
 def write(report: Report, output: Output, stdout: TextIO, render: Renderer | None = None) -> None:
@@ -73,28 +93,46 @@ def write_file(path: str, chunks: Iterable[AnyStr], *, binary: bool = False) -> 
             handle.write(chunk)
 
 
+class NotReplaceable(OSError):
+    """A file that exists and cannot be replaced whole (its directory takes no new file):
+    writing it in place would lose it to a run stopped halfway, so it is not written."""
+
+
 @contextlib.contextmanager
 def replacing(path: str, *, binary: bool = False) -> Iterator[IO[Any]]:
-    """A handle whose content replaces `path` once the block ends without an exception."""
+    """A handle whose content replaces `path` once the block ends without an exception.
+
+    A regular file (or none yet) is written beside the target and renamed over it, so that a run
+    stopped halfway (Ctrl-C, a full disk) leaves the previous file whole and two runs writing one
+    file leave one of their files, whole. Where no file can be made beside it (a read-only
+    directory), an existing file is refused (`NotReplaceable`) rather than written in place.
+    Anything else (/dev/stdout, a pipe, a device) is written in place, opened without blocking:
+    a FIFO nobody reads is an error, not a hang.
+    """
     target = os.path.realpath(path)  # a link's file is replaced, not the link
     try:
         mode: int | None = os.stat(target).st_mode
     except FileNotFoundError:
         mode = None
-    except OSError:
-        mode = 0  # cannot tell: written in place, as any file is by `open`
-    # Only a regular file (or none yet) may be replaced by renaming: not /dev/stdout or a FIFO.
-    # Anything else, and a directory that takes no new file, is written in place. Otherwise the
-    # file is written beside the target and renamed over it, so that a run stopped halfway
-    # (Ctrl-C, a full disk) leaves the previous file whole instead of a truncated one.
-    opened = _temporary_beside(target) if mode is None or stat.S_ISREG(mode) else None
-    fd, temporary = opened if opened is not None else (None, None)
+    temporary = None
+    if mode is None or stat.S_ISREG(mode):
+        try:
+            fd, temporary = _temporary_beside(target)
+        except OSError as exc:
+            if mode is None:
+                raise
+            raise NotReplaceable(
+                exc.errno,
+                f"{exc.strerror or exc} in its directory, so it cannot be replaced whole; "
+                "trajlint does not overwrite a file in place",
+            ) from None
+    else:
+        fd = _open_in_place(target)
     try:
-        opened_as = path if fd is None else fd
         handle = (
-            open(opened_as, "wb")  # noqa: SIM115 - closed by the `with` below
+            open(fd, "wb")  # noqa: SIM115 - closed by the `with` below
             if binary
-            else open(opened_as, "w", encoding="utf-8", errors="backslashreplace", newline="\n")  # noqa: SIM115
+            else open(fd, "w", encoding="utf-8", errors="backslashreplace", newline="\n")  # noqa: SIM115
         )
         with handle:
             yield handle
@@ -109,14 +147,21 @@ def replacing(path: str, *, binary: bool = False) -> Iterator[IO[Any]]:
         raise
 
 
-def _temporary_beside(path: str) -> tuple[int, str] | None:
+def _open_in_place(path: str) -> int:
+    """A descriptor writing to a device or pipe; it blocks again once open, so a slow reader is
+    waited for."""
+    flags = os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    if hasattr(os, "set_blocking"):
+        os.set_blocking(fd, True)
+    return fd
+
+
+def _temporary_beside(path: str) -> tuple[int, str]:
     import tempfile
 
     directory, name = os.path.split(path)
-    try:
-        return tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory or ".")
-    except OSError:
-        return None
+    return tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory or ".")
 
 
 def _umask() -> int:
@@ -129,5 +174,16 @@ def append_step_summary(report: Report, path: str) -> None:
     """Add the markdown summary to GitHub's step summary file (the file other steps share)."""
     from trajlint.report.github import step_summary
 
-    with open(path, "a", encoding="utf-8", newline="\n") as handle:
+    if input_clash(path, report.files) is not None:
+        raise OSError(errno.EINVAL, "it is an input of this run")
+    # Appended to, not replaced: other steps of the job write the same file. Only a regular file:
+    # a FIFO there would hang the run.
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "it is not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    with open(fd, "a", encoding="utf-8", newline="\n") as handle:
         handle.write(step_summary(report))
