@@ -109,3 +109,69 @@ def test_a_row_of_131_million_items_is_checked_and_built_without_a_crash(tmp_pat
         assert built.read(60).startswith(b'{"_ng_task_index":0,"_ng_rollout_index":0,"a":[0,0,0')
         built.seek(-200, os.SEEK_END)
         assert built.read().endswith(b"\n")
+
+
+def test_zstd_frames_with_a_2_gib_window_are_read(tmp_path):
+    """`zstd --long=31` writes frames that need a 2 GiB window: read, not called corrupt."""
+    params = zstandard.ZstdCompressionParameters.from_level(3, window_log=31, enable_ldm=True)
+    path = tmp_path / "long31.jsonl.zst"
+    with open(path, "wb") as handle, zstandard.ZstdCompressor(compression_params=params).stream_writer(handle) as out:
+        out.write(EXAMPLE.read_bytes())
+    assert zstandard.get_frame_parameters(path.read_bytes()).window_size == 1 << 31
+    result = CliRunner().invoke(main, ["check", "--isolated", "--output-format", "json", str(path)])
+    report = json.loads(result.stdout)
+    assert result.exit_code == 0 and report["summary"]["rows"] == 3, result.stdout
+
+
+def test_a_zstd_frame_beyond_the_largest_window_says_so(tmp_path):
+    path = tmp_path / "win41.jsonl.zst"
+    # A frame header asking for a 2 TiB window (window descriptor 0xf8), then one raw block.
+    path.write_bytes(b"\x28\xb5\x2f\xfd\x00\xf8" + bytes([0x19, 0, 0]) + b"{}\n")
+    result = CliRunner().invoke(main, ["check", "--isolated", "--output-format", "json", str(path)])
+    messages = [f["message"] for f in json.loads(result.stdout)["findings"]]
+    assert any("needs a larger window" in m for m in messages) and not any("corrupt" in m for m in messages)
+
+
+def _rows(count: int, tag: str) -> bytes:
+    return b"".join(b'{"_ng_task_index": %d, "_ng_rollout_index": 0, "tag": "%s"}\n' % (i, tag.encode()) for i in range(count))
+
+
+def test_a_file_replaced_between_its_shards_is_reported_not_mixed(tmp_path):
+    from trajlint import read
+
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(_rows(400, "old"))
+    shards = read.shards(read.Source(str(path)), 4096)
+    assert len(shards) > 2
+    first = list(shards[0].lines())
+    replacement = tmp_path / "new.jsonl"
+    replacement.write_bytes(_rows(400, "new"))
+    os.replace(replacement, path)  # as a producer finishing a new version does
+    later = [list(shard.lines()) for shard in shards[1:]]
+    assert all(b'"old"' in line.raw for line in first)
+    for items in later:
+        assert len(items) == 1 and isinstance(items[0], read.Unreadable) and "changed while it was read" in items[0].reason
+
+
+def test_a_check_of_a_file_replaced_mid_run_reports_it(tmp_path, monkeypatch):
+    from trajlint.check import engine
+    from trajlint.read import units
+
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(_rows(2000, "old"))
+    replacement = tmp_path / "new.jsonl"
+    replacement.write_bytes(_rows(2000, "new"))
+    visit = engine.RowChecker.visit
+
+    def replace_once(self, subject):
+        if replacement.exists():
+            os.replace(replacement, path)
+        return visit(self, subject)
+
+    monkeypatch.setattr(units, "SHARD_BYTES", 20_000)
+    monkeypatch.setattr(engine.RowChecker, "visit", replace_once)
+    result = CliRunner().invoke(main, ["check", "--isolated", "--jobs", "1", "--output-format", "json", str(path)])
+    findings = json.loads(result.stdout)["findings"]
+    assert result.exit_code == 1
+    assert {f["name"] for f in findings} == {"unreadable-file"}
+    assert all("changed while it was read" in f["message"] for f in findings)

@@ -17,6 +17,8 @@ from trajlint.read.files import _os_reason
 # 256 KiB chunks measured fastest: large enough to amortise the per-chunk Python work, small
 # enough that the decompressed chunk is still in cache when it is split.
 _CHUNK_BYTES = 256 * 1024
+# The largest window a frame may need (`zstd --long=31`, the format's limit for its tools).
+ZSTD_MAX_WINDOW = 1 << 31
 # Compressed bytes zstandard's stream_reader asks for at a time (its own default).
 _ZSTD_READ_BYTES = 128 * 1024
 
@@ -90,7 +92,10 @@ def _zstd_chunks(handle: BinaryIO) -> Iterator[bytes]:
     # stream_reader bounds each read's output (a zstd bomb cannot flood memory) and measured 1.5x
     # faster here than decompressobj, but it ends silently at a truncated frame: _ZstdFrames tells.
     frames = _ZstdFrames(handle)
-    decompressor = zstandard.ZstdDecompressor()
+    # Frames made with `zstd --long=31` need a 2 GiB window, the most zstd's tools make (the
+    # library's default stops at 128 MiB). Memory follows the data: the window buffer is only
+    # touched as far as the frame fills it.
+    decompressor = zstandard.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW)
     try:
         with decompressor.stream_reader(
             frames, read_size=_ZSTD_READ_BYTES, read_across_frames=True, closefd=False
@@ -101,6 +106,10 @@ def _zstd_chunks(handle: BinaryIO) -> Iterator[bytes]:
         if frames.not_zstd:
             raise frames.not_zstd_error() from None
         detail = str(exc).lower().removeprefix("zstd decompress error: ").strip() or "invalid data"
+        if "too much memory" in detail or "window" in detail:
+            raise _StreamBroken(
+                f"zstd frame needs a larger window than {ZSTD_MAX_WINDOW >> 30} GiB, the most trajlint reads"
+            ) from None
         raise _StreamBroken(f"zstd data is corrupt ({detail})") from None
     except OSError as exc:
         raise _StreamBroken(f"read failed: {_os_reason(exc)}") from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
@@ -10,6 +11,20 @@ from trajlint.read.decompress import _CHUNK_READERS, _span_chunks
 from trajlint.read.files import _open_regular_file
 from trajlint.read.items import DEFAULT_MAX_ROW_BYTES, Line, LineTally, OversizedLine, Unreadable
 from trajlint.read.lines import _split_lines, _whole_document
+
+CHANGED = "changed while it was read (replaced, rewritten or appended to); check it again once it is written"
+
+
+def file_identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What tells one version of a file from another: device, inode, size, modification time."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _identity_of(handle: BinaryIO) -> tuple[int, int, int, int] | None:
+    try:
+        return file_identity(os.fstat(handle.fileno()))
+    except OSError:
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +39,9 @@ class Source:
     # A shard: the bytes [start, end) of a plain file (end None: to the end of the file). Its
     # lines are numbered from 1 at `start`; whoever split the file adds the lines before it.
     span: tuple[int, int | None] | None = None
+    # A shard's file as it was when it was cut (`file_identity`); a shard that opens anything
+    # else (the file replaced by a rename, rewritten, appended to) reports it instead of reading.
+    identity: tuple[int, int, int, int] | None = None
 
     def __post_init__(self) -> None:
         name = self.path.lower()
@@ -59,6 +77,10 @@ class Source:
                 yield opened
                 return
             handle, owned = opened, True
+            if self.identity is not None and _identity_of(handle) != self.identity:
+                handle.close()
+                yield Unreadable(self.path, 1, CHANGED)
+                return
         if self.span is None:
             chunks = _CHUNK_READERS[self.compression](handle)
         else:

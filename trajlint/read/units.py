@@ -10,7 +10,7 @@ from typing import BinaryIO
 
 from trajlint.read.files import _open_regular_file
 from trajlint.read.items import DEFAULT_MAX_ROW_BYTES, Line, LineTally, OversizedLine, Unreadable
-from trajlint.read.source import Source
+from trajlint.read.source import Source, file_identity
 
 # Shards this size keep a worker's findings and digests small and give every core a fair share;
 # the per-shard cost (an open, a seek, a search for the next line end) is negligible beside it.
@@ -40,6 +40,10 @@ def shards(source: Source, shard_bytes: int | None = None) -> list[Source]:
     starts = [0]
     try:
         with opened as handle:
+            # Each shard opens the file again (a worker cannot share this descriptor); what it
+            # opens must be this file as it is now, or the report would mix two files.
+            identity = file_identity(os.fstat(handle.fileno()))
+            size = identity[2]
             for nominal in range(shard_bytes, size, shard_bytes):
                 start = _line_start_at_or_after(handle, max(nominal, starts[-1] + 1))
                 if start is None or start >= size:
@@ -48,7 +52,7 @@ def shards(source: Source, shard_bytes: int | None = None) -> list[Source]:
     except OSError:
         return [source]
     ends: list[int | None] = [*starts[1:], None]  # the last shard reads whatever the file holds then
-    return [Source(source.path, "", False, span=(a, b)) for a, b in zip(starts, ends)]
+    return [Source(source.path, "", False, span=(a, b), identity=identity) for a, b in zip(starts, ends)]
 
 
 def _line_start_at_or_after(handle: BinaryIO, offset: int) -> int | None:
