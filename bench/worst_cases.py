@@ -9,6 +9,10 @@ near 2; about 4 is quadratic, about 8 cubic. Nothing here asserts anything about
     python bench/worst_cases.py                          # every family, n = 1k, 2k, 4k, 8k
     python bench/worst_cases.py --sizes 2000,4000,8000,16000 --family chain
     python bench/worst_cases.py --trajlint /tmp/trajlint-abc1234     # time another source tree
+    python bench/worst_cases.py --blank-mib 64,128,256   # files of nothing but blank lines
+
+`--blank-mib` times files of blank lines instead (newlines, and CRLF with spaces), zstd-compressed
+as the red team made them: they should go at near read speed, the growth near 2.
 
 Each run is `python -m trajlint check --isolated --jobs 1 --output-format json FILE > /dev/null`
 in a child process of its own (a child's peak memory comes from `wait4`, so runs do not mix);
@@ -143,7 +147,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--family", action="append", choices=sorted(FAMILIES), help="only these (repeatable)")
     parser.add_argument("--trajlint", type=Path, default=ROOT, help="the source tree to time (default: this one)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds before a run is stopped")
+    parser.add_argument("--blank-mib", help="time files of this many MiB of blank lines instead (comma-separated)")
     args = parser.parse_args(argv)
+    if args.blank_mib:
+        return blank_lines(args.trajlint, [int(s) for s in args.blank_mib.split(",")], args.timeout)
     sizes = [int(s) for s in args.sizes.split(",")]
     families = args.family or list(FAMILIES)
 
@@ -169,6 +176,29 @@ def main(argv: list[str] | None = None) -> int:
                 previous = wall
                 if status is None:
                     break  # the next size takes longer still
+    return 0
+
+
+def blank_lines(tree: Path, sizes: list[int], timeout: float) -> int:
+    import zstandard
+
+    print(f"| {'lines':<12} | {'MiB':>5} | {'wall s':>8} | {'growth':>6} | {'MiB/s':>7} | {'peak MiB':>8} | exit |")
+    print(f"|{'-' * 14}|{'-' * 7}|{'-' * 10}|{'-' * 8}|{'-' * 9}|{'-' * 10}|------|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, unit in (("newlines", b"\n"), ("spaces+crlf", b"  \r\n")):
+            previous: float | None = None
+            for mib in sizes:
+                path = Path(tmp, f"{name}-{mib}.jsonl.zst")
+                block = unit * ((1 << 20) // len(unit))
+                with open(path, "wb") as handle, zstandard.ZstdCompressor().stream_writer(handle) as out:
+                    for _ in range(mib):
+                        out.write(block)
+                wall, rss, status = measure(tree, path, timeout)
+                path.unlink()
+                growth = f"{wall / previous:.1f}x" if previous else ""
+                print(f"| {name:<12} | {mib:>5} | {wall:>8.2f} | {growth:>6} | {mib / wall:>7.0f} | {rss:>8.0f} | "
+                      f"{status if status is not None else 'kill':>4} |", flush=True)
+                previous = wall
     return 0
 
 

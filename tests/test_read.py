@@ -761,3 +761,30 @@ def test_head_holds_no_more_than_a_row_of_a_file(tmp_path):
         tracemalloc.stop()
     assert lines == []  # the long line is not looked at, and nothing ends within the budget after it
     assert peak < 4 << 20, f"peak {peak:,} bytes"
+
+
+_BLANKISH = [b"", b" ", b"\r", b"\t\r ", b'{"a":1}', b"x", b" {}", b"\x0b"]
+
+
+def _reference_lines(data: bytes) -> list[tuple[int, bytes]]:
+    """Every line that is not blank (only JSON whitespace), numbered from 1, the plain way."""
+    pieces = data.split(b"\n")
+    if pieces and pieces[-1] == b"":
+        pieces.pop()
+    return [(n, raw) for n, raw in enumerate(pieces, 1) if raw.strip(b" \t\r")]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_blank_lines_are_skipped_at_any_chunking(seed):
+    """Runs of blank and whitespace-only lines take a faster path (counted, not visited one by
+    one); the lines and their numbers are those of the plain split, however chunks fall."""
+    from trajlint.read.items import LineTally
+    from trajlint.read.lines import _split_lines
+
+    rng = random.Random(seed)
+    lines = [rng.choice(_BLANKISH) if rng.random() < 0.3 else b"" for _ in range(rng.randint(0, 400))]
+    data = b"\n".join(lines) + (b"\n" if rng.random() < 0.5 else b"")
+    cuts = sorted(rng.sample(range(1, len(data)), min(len(data) - 1, rng.randint(0, 30)))) if len(data) > 1 else []
+    chunks = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)])]
+    got = [(item.number, item.raw) for item in _split_lines("f", iter(chunks), 1 << 20, LineTally())]
+    assert got == _reference_lines(data)

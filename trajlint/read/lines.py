@@ -8,12 +8,15 @@ This is the hot path, so lines are produced by reading large chunks and splittin
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import compress, count
 
 from trajlint.read.decompress import _StreamBroken
 from trajlint.read.items import Line, LineTally, OversizedLine, Unreadable
 
 # JSON whitespace (RFC 8259); a line made only of these is blank.
 _JSON_WHITESPACE = b" \t\r"
+_WHITESPACE_AND_NEWLINE = b" \t\r\n"
+_BLANK_START = (b" ", b"\t", b"\r", b"\n")
 
 _SET_LINE_PATH = Line.path.__set__  # type: ignore[attr-defined]
 _SET_LINE_NUMBER = Line.number.__set__  # type: ignore[attr-defined]
@@ -35,7 +38,14 @@ def _split_lines(
     new, set_path, set_number, set_raw = object.__new__, _SET_LINE_PATH, _SET_LINE_NUMBER, _SET_LINE_RAW
     try:
         for chunk in chunks:
-            pieces = chunk.split(b"\n")
+            blank_run = 0  # blank lines between the first piece and the tail, not in `pieces`
+            if chunk[:1] in _BLANK_START and not chunk.translate(None, _WHITESPACE_AND_NEWLINE):
+                # Nothing but whitespace and line ends (a file of newlines): counted, not split.
+                ends = chunk.count(b"\n")
+                pieces = [chunk[: chunk.find(b"\n")], chunk[chunk.rfind(b"\n") + 1 :]] if ends else [chunk]
+                blank_run = max(ends - 1, 0)
+            else:
+                pieces = chunk.split(b"\n")
             if len(pieces) == 1:  # no line ends in this chunk
                 carried_size += len(chunk)
                 if skipping:
@@ -47,12 +57,21 @@ def _split_lines(
                     carried.append(chunk)
                 continue
             tail = pieces.pop()
+            # Lines this short on average are mostly blank (a file of newlines): which pieces
+            # hold more than JSON whitespace is found at C speed, and only those are visited.
+            keep = None
+            if len(pieces) > len(chunk) >> 4 and not blank_run:
+                keep = chunk.translate(None, whitespace).split(b"\n")
+                keep.pop()
+                keep[0] = b"?"  # the first piece may end a carried line: decided below
             if carried_size or skipping:
                 size = carried_size + len(pieces[0])
                 if skipping or size > max_row_bytes:
                     number += 1
                     yield OversizedLine(path, number, size)
                     del pieces[0]
+                    if keep is not None:
+                        del keep[0]
                 else:
                     carried.append(pieces[0])
                     pieces[0] = b"".join(carried)
@@ -61,7 +80,9 @@ def _split_lines(
                 skipping = False
             # Only a chunk longer than the cap can hold an oversized line between two newlines.
             check_size = len(chunk) > max_row_bytes
-            for number, raw in enumerate(pieces, number + 1):  # noqa: B020 - numbering goes on from the last chunk
+            first = number + 1
+            numbered = enumerate(pieces, first) if keep is None else compress(zip(count(first), pieces), keep)
+            for number, raw in numbered:  # noqa: B020 - numbering goes on from the last chunk
                 # Rows start with "{": testing the first byte avoids a strip on nearly every row.
                 if raw[:1] in whitespace and not raw.strip(whitespace):
                     continue
@@ -73,6 +94,7 @@ def _split_lines(
                 set_number(line, number)
                 set_raw(line, raw)
                 yield line
+            number = first - 1 + len(pieces) + blank_run
             if tail:
                 carried_size = len(tail)
                 if carried_size > max_row_bytes:
