@@ -263,6 +263,8 @@ def _lint_options(paths: tuple[str, ...], given: Mapping[str, Any]) -> Any:
         runs=given.get("runs"),
         run_group=tupled(given.get("run_groups")),
         file_kind=given.get("file_kind"),
+        no_cache=not given.get("cache", False),
+        cache_dir=given.get("cache_dir"),
     )
 
 
@@ -278,7 +280,6 @@ def _check(paths: tuple[str, ...], stdin: Any, given: Mapping[str, Any]) -> Repo
         show_availability=given.get("show_availability"),
         baseline=given.get("baseline"),
         stdin=stdin,
-        **_cache_request(given),
     )
     try:
         done = execute.checked(request)
@@ -292,18 +293,6 @@ def _check(paths: tuple[str, ...], stdin: Any, given: Mapping[str, Any]) -> Repo
         files=tuple(report.files),
         _document=document(report),
     )
-
-
-def _cache_request(given: Mapping[str, Any]) -> dict[str, Any]:
-    """The cache fields of the request: off unless `cache=True` (standard input is never cached)."""
-    import dataclasses
-
-    from trajlint.cli.execute import CheckRequest
-
-    names = {f.name for f in dataclasses.fields(CheckRequest)}
-    if "no_cache" not in names:
-        return {}
-    return {"no_cache": not given.get("cache", False), "cache_dir": given.get("cache_dir")}
 
 
 def _click_errors() -> tuple[type[BaseException], ...]:

@@ -35,6 +35,8 @@ class LintOptions:
     run_group: tuple[str, ...] = ()
     file_kind: str | None = None
     show_settings: bool = False
+    no_cache: bool = False
+    cache_dir: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +106,9 @@ def _checked(r: CheckRequest, setup: _Setup, sources: list[Any]) -> Checked:
     from trajlint.report import document, health
 
     settings = setup.settings
-    result = _check(sources, setup.rules, setup.found, settings, health_report=r.health_report is not None)
+    result = _check(
+        sources, setup.rules, setup.found, settings, health_report=r.health_report is not None, no_cache=r.lint.no_cache
+    )
     findings = selection.drop_ignored(result.findings, setup.ignores)
     baseline_use = None
     if setup.known is not None:
@@ -220,7 +224,7 @@ def record_baseline(lint: LintOptions, output: str | None) -> int:
     problem = report_outputs.problem([formats.Output("json", path)], [s.path for s in sources])
     if problem:
         raise click.UsageError(problem)
-    result = _check(sources, rules, found, settings)
+    result = _check(sources, rules, found, settings, no_cache=lint.no_cache)
     if result.internal_errors:
         raise Failure(f"{internal_error_line(result.findings, result.internal_errors)}; {path} was not written")
     # The findings `check` would list with this configuration: a baseline of what it hides
@@ -299,15 +303,24 @@ def _sources(paths: tuple[str, ...], stdin: Any = None) -> list[Any]:
 
 
 
-def _check(sources: list[Any], rules: dict[str, Any], found: Any, settings: dict[str, Any], *, health_report: bool = False) -> Any:
+def _check(
+    sources: list[Any],
+    rules: dict[str, Any],
+    found: Any,
+    settings: dict[str, Any],
+    *,
+    health_report: bool = False,
+    no_cache: bool = False,
+) -> Any:
     """The check stage's run with this invocation's settings; a lost worker is one line, exit 2."""
+    from trajlint.check.cache import cached_run
     from trajlint.check.parallel import WorkerLost
-    from trajlint.check.run import run
 
     try:
-        return run(
+        return cached_run(
             sources,
             rules,
+            cache=None if no_cache else _cache(found, settings),
             max_row_bytes=settings["max-row-bytes"].value,
             jobs=_jobs(settings),
             health_report=health_report,
@@ -316,6 +329,20 @@ def _check(sources: list[Any], rules: dict[str, Any], found: Any, settings: dict
         )
     except WorkerLost as exc:
         raise Failure(str(exc)) from None
+
+
+def _cache(found: Any, settings: dict[str, Any]) -> Any:
+    """The result cache (`--cache-dir`, `TRAJLINT_CACHE_DIR`, `cache-dir`, `.trajlint_cache` in
+    the project root), or None when `TRAJLINT_NO_CACHE` is set."""
+    from trajlint.check import cache
+
+    if cache.disabled_by_environment():
+        return None
+    setting = settings["cache-dir"]
+    given = setting.value if setting.origin.startswith("--") else None
+    configured = setting.value if given is None else None
+    root = str(found.path.parent) if found.path is not None else None
+    return cache.ResultCache(cache.resolve_directory(given, configured, root))
 
 
 def _runs(settings: dict[str, Any]) -> Any:
@@ -383,6 +410,7 @@ def _lint_setup(
                 "runs": options.runs,
                 "run-groups": list(options.run_group) or None,
                 "file-kind": options.file_kind,
+                "cache-dir": options.cache_dir,
                 **overrides,
             },
         )
