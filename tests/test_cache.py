@@ -76,6 +76,13 @@ def test_a_rerun_reports_byte_for_byte_what_a_cold_run_does(corpus, tmp_path, fl
     assert uncached[0] == 1
     assert uncached == cold == warm
     assert set(uncached[3]) == set(FORMATS)
+    # One file changed: its run is checked again, the others come from the cache.
+    changed = corpus / "real" / "v0.6.0"
+    target = sorted(changed.rglob("*.jsonl"))[0]
+    target.write_bytes(target.read_bytes() + b'{"broken": \n')
+    partly = _run(*flags, out=tmp_path / "partly")
+    assert partly == _run("--no-cache", *flags, out=tmp_path / "uncached")
+    assert partly != warm
 
 
 def test_entries_are_read_back(corpus):
