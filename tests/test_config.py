@@ -260,7 +260,7 @@ def _run_in(directory: Path, *args: str):
     import subprocess
     import sys
 
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "TRAJLINT_NO_CACHE": "1"}
     return subprocess.run(
         [sys.executable, "-m", "trajlint", *args], cwd=directory, env=env, capture_output=True, text=True, timeout=60
     )

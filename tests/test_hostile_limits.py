@@ -99,7 +99,7 @@ def test_a_row_of_131_million_items_is_checked_and_built_without_a_crash(tmp_pat
     row (250 MiB, under the default size cap) is checked and built without writing it whole."""
     path = tmp_path / "items.jsonl.zst"
     _array_row(path, 131_000_000)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TRAJLINT_NO_CACHE": "1"}
     for command in (["check", "--isolated", "--jobs", "1", "-q"], ["build", "-o", str(tmp_path / "built.jsonl")]):
         proc = subprocess.run(
             [sys.executable, "-m", "trajlint", *command, str(path)], env=env, capture_output=True, timeout=600
@@ -168,6 +168,7 @@ def test_a_check_of_a_file_replaced_mid_run_reports_it(tmp_path, monkeypatch):
             os.replace(replacement, path)
         return visit(self, subject)
 
+    monkeypatch.setenv("TRAJLINT_NO_CACHE", "1")  # the check must run
     monkeypatch.setattr(units, "SHARD_BYTES", 20_000)
     monkeypatch.setattr(engine.RowChecker, "visit", replace_once)
     result = CliRunner().invoke(main, ["check", "--isolated", "--jobs", "1", "--output-format", "json", str(path)])

@@ -255,7 +255,7 @@ def die(unit):
 units.SHARD_BYTES = 50_000
 parallel.PARALLEL_MIN_BYTES = 0
 parallel._check_in_worker = die
-sys.argv = ["trajlint", "check", "--isolated", "--jobs", "2", sys.argv[1]]
+sys.argv = ["trajlint", "check", "--isolated", "--no-cache", "--jobs", "2", sys.argv[1]]  # the check must run
 main()
 """
 
@@ -316,7 +316,7 @@ if jobs == "1":
     engine.RowChecker.visit = stop_in_visit
 else:
     parallel._check_in_worker = stop_in_worker
-sys.argv = ["trajlint", "check", "--isolated", "--jobs", jobs, path]
+sys.argv = ["trajlint", "check", "--isolated", "--no-cache", "--jobs", jobs, path]  # the check must run
 main()
 """
 
@@ -413,6 +413,7 @@ def _count_workers(monkeypatch) -> list[int]:
 
 
 def test_workers_never_outnumber_the_work_or_the_cores(corpus, monkeypatch, tmp_path):
+    monkeypatch.setenv("TRAJLINT_NO_CACHE", "1")  # every run checks
     started = _count_workers(monkeypatch)
     # --jobs 64 on a small stream: one batch, checked here, no worker at all.
     small = (ROOT / "examples" / "clean.jsonl").read_bytes()
@@ -463,7 +464,7 @@ else:
         return real_start(self)
     parent = os.getpid()
     threading.Thread.start = start
-sys.argv = ["trajlint", "check", "--isolated", "-q", "--jobs", "4", sys.argv[1]]
+sys.argv = ["trajlint", "check", "--isolated", "--no-cache", "-q", "--jobs", "4", sys.argv[1]]  # the check must run
 main()
 """
 

@@ -19,7 +19,7 @@ from trajlint.report import write
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "TRAJLINT_NO_CACHE": "1"}  # every run checks and writes
 
 
 def trajlint(*args: str, stdin=None, env=None, cwd=None) -> subprocess.CompletedProcess:
@@ -57,6 +57,7 @@ def _previous(tmp_path: Path) -> dict[str, bytes]:
 
 def test_a_full_disk_leaves_every_previous_file_whole_and_exits_2(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TRAJLINT_NO_CACHE", "1")
     runner = CliRunner()
     rows = str(EXAMPLES / "broken.jsonl")
     assert runner.invoke(main, ["baseline", "--isolated", "-o", "base.json", rows]).exit_code == 0
@@ -88,6 +89,7 @@ def test_dev_full_is_an_error_not_a_crash(tmp_path):
 
 
 def test_an_existing_report_in_a_read_only_directory_is_left_untouched(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAJLINT_NO_CACHE", "1")
     """A directory that takes no new file (as a user without write permission on it sees it):
     the report cannot be replaced whole, so it is not written at all."""
     report = tmp_path / "report.json"
