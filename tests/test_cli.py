@@ -74,10 +74,14 @@ def test_each_broken_line_is_one_finding_at_its_line(tmp_path, line, needle):
     assert "Traceback" not in result.output
 
 
-def test_missing_path_is_a_finding_not_a_crash(tmp_path):
-    result = invoke("check", str(tmp_path / "nope.jsonl"))
-    assert result.exit_code == 1
-    assert "TL001 unreadable-file" in result.output
+@pytest.mark.parametrize("select", [(), ("--select", "TL104")], ids=["all-rules", "without-TL001"])
+@pytest.mark.parametrize("name", ["nope.jsonl", "nope-*.jsonl"], ids=["path", "glob"])
+def test_a_missing_input_is_a_usage_error_whatever_rules_run(tmp_path, name, select):
+    result = invoke("check", *select, str(tmp_path / name))
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    missing = "glob matched no files" if "*" in name else "no such file or directory"
+    assert result.stderr == f"Error: {tmp_path / name}: {missing}\n"
 
 
 def test_stdin(tmp_path):
@@ -239,10 +243,10 @@ def test_show_files_lists_and_exits_zero(tmp_path):
     (tmp_path / "b.jsonl").write_text("[]\n")
     (tmp_path / "a.jsonl.gz").write_bytes(b"")
     (tmp_path / "notes.txt").write_text("x")
-    result = CliRunner().invoke(main, ["check", "--show-files", str(tmp_path), str(tmp_path / "gone.jsonl")])
+    result = CliRunner().invoke(main, ["check", "--show-files", str(tmp_path), "/dev/null"])
     assert result.exit_code == 0
     assert result.stdout.splitlines() == [str(tmp_path / "a.jsonl.gz"), str(tmp_path / "b.jsonl")]
-    assert "gone.jsonl" in result.stderr
+    assert "/dev/null: is a device" in result.stderr
 
 
 @pytest.mark.slow

@@ -58,6 +58,43 @@ def _lint_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--extend-select", multiple=True, metavar="SELECTORS", help="Run these rules as well."),
         click.option("--ignore", multiple=True, metavar="SELECTORS", help="Do not run these rules."),
         click.option(
+            "--exclude",
+            multiple=True,
+            metavar="PATTERNS",
+            help="Files and directories a directory search leaves out: gitignore-style patterns, "
+            "comma-separated, repeatable; replaces the default list (.git, .venv, node_modules, build, "
+            "dist, caches...).",
+        ),
+        click.option(
+            "--extend-exclude", multiple=True, metavar="PATTERNS", help="Leave these out as well as `exclude`."
+        ),
+        click.option(
+            "--include",
+            multiple=True,
+            metavar="PATTERNS",
+            help="The files a directory search reads. [default: *.jsonl, *.jsonl.gz, *.jsonl.zst]",
+        ),
+        click.option(
+            "--extend-include", multiple=True, metavar="PATTERNS", help="Read these as well, e.g. '*.ndjson'."
+        ),
+        click.option(
+            "--respect-gitignore/--no-respect-gitignore",
+            default=None,
+            help="Leave out what .gitignore files and .git/info/exclude ignore. [default: respect]",
+        ),
+        click.option(
+            "--force-exclude/--no-force-exclude",
+            default=None,
+            help="Apply the excludes to paths named on the command line too (for pre-commit, which "
+            "names every staged file).",
+        ),
+        click.option(
+            "--stdin-filename",
+            metavar="PATH",
+            help="The name standard input's rows carry in reports, baselines and per-file ignores, "
+            "and that --force-exclude matches.",
+        ),
+        click.option(
             "--profile",
             metavar="NAME",
             help="Severity profile: latest (default) or nemo-gym-0.7 (what NeMo Gym 0.7.0 accepts).",

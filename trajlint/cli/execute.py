@@ -35,6 +35,13 @@ class LintOptions:
     run_group: tuple[str, ...] = ()
     file_kind: str | None = None
     show_settings: bool = False
+    include: tuple[str, ...] = ()
+    extend_include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    extend_exclude: tuple[str, ...] = ()
+    respect_gitignore: bool | None = None
+    force_exclude: bool | None = None
+    stdin_filename: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +83,11 @@ def check(r: CheckRequest) -> int:
     outputs = r.outputs
     if r.output_file is not None:
         outputs = [dataclasses.replace(o, path=r.output_file) if o.path is None else o for o in outputs]
-    sources = _sources(r.lint.paths)
+    written = [o.path for o in outputs if o.path is not None]
+    if r.health_report is not None:
+        written += health.written_files(r.health_report)
+    written = [path for path in written if report_outputs.own_output(path)]
+    sources = _sources(r.lint.paths, _selection(r.lint, found, settings, written))
     inputs = [source.path for source in sources]
     if r.show_files:
         from trajlint.report.document import displayable
@@ -171,7 +182,8 @@ def record_baseline(lint: LintOptions, output: str | None) -> int:
 
     found, settings, rules, ignores = _lint_setup(lint, {})
     path = output or settings["baseline"].value or baseline.DEFAULT_PATH
-    sources = _sources(lint.paths)
+    written = [path] if report_outputs.own_output(path) else []
+    sources = _sources(lint.paths, _selection(lint, found, settings, written))
     problem = report_outputs.problem([formats.Output("json", path)], [s.path for s in sources])
     if problem:
         raise click.UsageError(problem)
@@ -238,19 +250,53 @@ def build(paths: tuple[str, ...], output: str | None, trajectory_only: bool, max
 
 
 
-def _sources(paths: tuple[str, ...]) -> list[Any]:
+def _sources(paths: tuple[str, ...], selection: Any = None) -> list[Any]:
     """The inputs, expanded, with paths in normal form (`./a/../b.jsonl` is `b.jsonl`), so one
-    file is always spelled the same in reports and in baseline keys."""
+    file is always spelled the same in reports and in baseline keys.
+
+    A named input that is not there ends the run (exit 2) before anything is read, whatever
+    rules are selected: a gate must not pass because the file it was asked to check is missing.
+    """
     import dataclasses
     import os
 
-    from trajlint.read import iter_sources
+    from trajlint.read import Selection, iter_sources, missing
 
+    if selection is None:
+        selection = Selection(root=os.getcwd())
+    # As ruff: a name for standard input and no paths means standard input.
+    named = list(paths) or (["-"] if selection.stdin_filename is not None else ["."])
+    absent = missing(named)
+    if absent is not None:
+        raise Failure(absent)
+    stdin_name = selection.stdin_filename
     return [
         # normpath("") is ".", which exists: an empty argument is reported as itself
-        source if source.path in ("-", "") else dataclasses.replace(source, path=os.path.normpath(source.path))
-        for source in iter_sources(list(paths) or ["."])
+        source
+        if source.path in ("-", "", stdin_name)
+        else dataclasses.replace(source, path=os.path.normpath(source.path))
+        for source in iter_sources(named, selection=selection)
     ]
+
+
+def _selection(options: LintOptions, found: Any, settings: dict[str, Any], written: list[str]) -> Any:
+    """Which files a directory search reads (and, with `force-exclude`, which named ones):
+    the configuration's and the command line's patterns, relative to the configuration's
+    directory (the working directory when there is none), as ruff's are."""
+    from trajlint.read import Selection
+
+    def patterns(key: str) -> tuple[str, ...]:
+        return tuple(settings[key].value) + tuple(settings[f"extend-{key}"].value)
+
+    return Selection(
+        root=found.directory,
+        include=patterns("include"),
+        exclude=patterns("exclude"),
+        respect_gitignore=settings["respect-gitignore"].value,
+        force_exclude=settings["force-exclude"].value,
+        stdin_filename=options.stdin_filename,
+        written=tuple(written),
+    )
 
 
 
@@ -338,6 +384,13 @@ def _lint_setup(
                 "runs": options.runs,
                 "run-groups": list(options.run_group) or None,
                 "file-kind": options.file_kind,
+                "include": _patterns(options.include),
+                "exclude": _patterns(options.exclude),
+                # extend-* add to the configuration's, as --extend-select does
+                "extend-include": _extended(found, "extend-include", options.extend_include),
+                "extend-exclude": _extended(found, "extend-exclude", options.extend_exclude),
+                "respect-gitignore": options.respect_gitignore,
+                "force-exclude": options.force_exclude,
                 **overrides,
             },
         )
@@ -373,6 +426,18 @@ def _lint_setup(
         raise click.exceptions.Exit(EXIT_CLEAN)
     return found, settings, rules, ignores
 
+
+
+def _patterns(values: tuple[str, ...]) -> list[str] | None:
+    """Comma-separated, repeatable pattern options as one list (None: not given; `--exclude ''`
+    is an empty list, which turns the default excludes off)."""
+    items = [item.strip() for value in values for item in value.split(",") if item.strip()]
+    return items if values else None
+
+
+def _extended(found: Any, key: str, values: tuple[str, ...]) -> list[str] | None:
+    given = _patterns(values)
+    return None if given is None else [*found.values.get(key, []), *given]
 
 
 @contextlib.contextmanager
