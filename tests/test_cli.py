@@ -31,7 +31,7 @@ def test_broken_example_fails_with_findings():
     assert result.exit_code == 1
     lines = result.output.splitlines()
     assert lines[-1].startswith("Found ")
-    codes = {line.split(": ", 1)[1].split()[0] for line in lines[:-1]}
+    codes = {line.split(": ", 1)[1].split()[1] for line in lines[:-1]}
     assert {"TL002", "TL003", "TL104", "TL401"} <= codes
     assert all(line.startswith(str(EXAMPLES / "broken.jsonl") + ":") for line in lines[:-1])
 
@@ -209,13 +209,45 @@ def test_threshold_flags_on_the_clean_example(args):
     assert invoke("check", *args, str(EXAMPLES / "clean.jsonl")).exit_code == 0
 
 
-def test_quiet_shows_only_the_summary_but_files_are_complete(tmp_path):
+def test_quiet_prints_findings_without_the_summary_and_files_are_complete(tmp_path):
     out = tmp_path / "r.jsonl"
     result = invoke("check", "--quiet", "--output-format", "concise", "--output-format", f"jsonl:{out}", str(EXAMPLES))
     assert result.exit_code == 1
     full = invoke("check", "--output-format", "concise", str(EXAMPLES)).output.splitlines()
-    assert result.output.splitlines() == full[-1:]
+    assert full[-1].startswith("Found ")
+    assert result.stdout.splitlines() == full[:-1]
+    assert result.stderr == ""
     assert len(out.read_text().splitlines()) == len(full) - 1
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif", "gitlab", "junit", "jsonl"])
+def test_quiet_keeps_machine_formats_whole(fmt):
+    plain = invoke("check", "--output-format", fmt, str(EXAMPLES))
+    quiet = invoke("check", "-q", "--output-format", fmt, str(EXAMPLES))
+    assert quiet.exit_code == plain.exit_code == 1
+    assert quiet.stdout == plain.stdout and quiet.stdout.strip()
+
+
+def test_quiet_with_every_report_in_a_file_prints_nothing(tmp_path):
+    result = invoke("check", "-q", "--output-format", f"json:{tmp_path / 'r.json'}", str(EXAMPLES))
+    assert result.exit_code == 1 and result.output == ""
+    assert json.loads((tmp_path / "r.json").read_text())["findings"]
+
+
+@pytest.mark.parametrize("fmt", ["full", "concise", "json"])
+def test_silent_prints_nothing_and_exits_by_the_findings(tmp_path, fmt):
+    out = tmp_path / "r.sarif"
+    result = invoke("check", "-s", "--output-format", fmt, "--output-format", f"sarif:{out}", str(EXAMPLES))
+    assert result.exit_code == 1 and result.output == ""
+    assert json.loads(out.read_text())["runs"][0]["results"]
+    clean = invoke("check", "--silent", str(EXAMPLES / "clean.jsonl"))
+    assert clean.exit_code == 0 and clean.output == ""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert invoke("check", "-s", str(empty)).output == ""
+    # A failure is still said, in one line.
+    missing = invoke("check", "-s", str(tmp_path / "nope.jsonl"))
+    assert missing.exit_code == 2 and missing.stderr.count("\n") == 1
 
 
 def test_statistics_text_and_json():
@@ -225,18 +257,32 @@ def test_statistics_text_and_json():
         key=lambda row: (-row["count"], row["code"]),
     )
     by_rule, health = invoke("check", "--statistics", str(EXAMPLES)).output.split("\n\n")
-    *text, hidden = by_rule.splitlines()
-    assert [line.split() for line in text] == [[str(r["count"]), r["code"], r["name"]] for r in expected]
-    # What the counts leave out is said, as the summary line says it.
+    *text, summary = by_rule.splitlines()
+    expected_rows = [[str(r["count"]), r["code"], r["severity"], r["name"]] for r in expected]
+    assert [line.split() for line in text] == expected_rows
+    # The totals follow, with what the counts leave out, as the summary line says it.
     assert doc["summary"]["hidden"] == {"availability": 1}
-    assert hidden == "(1 availability note not shown; --show-availability shows them)"
+    assert summary.startswith(f"Found {len(doc['findings'])} findings in ")
+    assert summary.endswith("(1 availability note not shown; --show-availability shows them).")
     assert health.startswith("Rollout health: 13 rollouts, ")
-    assert "2  TL002  invalid-json" in text
+    assert "2  TL002  error    invalid-json" in text
     rows = json.loads(invoke("check", "--statistics", "--output-format", "json", str(EXAMPLES)).output)
     assert rows == [{"code": r["code"], "name": r["name"], "severity": r["severity"], "count": r["count"]} for r in expected]
     assert sum(r["count"] for r in rows) == len(doc["findings"])
+    lines = invoke("check", "--statistics", "--output-format", "jsonl", str(EXAMPLES)).output.splitlines()
+    assert [json.loads(line) for line in lines] == rows
     clean = invoke("check", "--statistics", str(EXAMPLES / "clean.jsonl"))
     assert clean.output.startswith("All checks passed")
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "github", "junit", "gitlab"])
+def test_statistics_in_a_format_without_a_table_is_refused_in_one_line(fmt):
+    result = invoke("check", "--statistics", "--output-format", fmt, str(EXAMPLES))
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == (
+        f"Error: --statistics has no {fmt} form; use it with full, concise, json, jsonl "
+        "(reports written to files stay whole)\n"
+    )
 
 
 def test_show_files_lists_and_exits_zero(tmp_path):

@@ -113,8 +113,8 @@ def test_concise_is_one_line_per_finding(in_root):
     assert len(lines) == len(doc["findings"]) + 1
     for line, f in zip(lines, doc["findings"], strict=False):
         tail = f" [{f['pointer']}]" if f["pointer"] else ""
-        assert line == f"examples/broken.jsonl:{f['line']}: {f['code']} {f['name']} {f['message']}{tail}"
-    assert any(line.startswith("examples/broken.jsonl:4: TL003 row-not-object a rollout row") for line in lines)
+        assert line == f"examples/broken.jsonl:{f['line']}: {f['severity']} {f['code']} {f['name']} {f['message']}{tail}"
+    assert any(line.startswith("examples/broken.jsonl:4: error TL003 row-not-object a rollout row") for line in lines)
 
 
 def test_jsonl_is_one_finding_per_line_without_summary(in_root):
@@ -391,7 +391,7 @@ def test_junit_suite_per_file_case_per_rule(in_root):
     failure = broken["trajlint.TL002"].find("failure")
     assert broken["trajlint.TL002"].get("name") == "invalid-json"
     assert failure.get("message") == "2 findings" and failure.get("type") == "error"
-    assert failure.text.splitlines()[0].startswith("examples/broken.jsonl:2: TL002 invalid-json")
+    assert failure.text.splitlines()[0].startswith("examples/broken.jsonl:2: error TL002 invalid-json")
     assert all(broken[f"trajlint.{code}"].find("failure") is None for code in passing)
     assert root.get("failures") == str(len(failing))
     assert root.find(".//error") is None

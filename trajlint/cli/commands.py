@@ -171,9 +171,30 @@ def _lint(options: dict[str, Any]) -> Any:
 @click.option(
     "--statistics",
     is_flag=True,
-    help="Show how many findings each rule produced instead of the findings themselves.",
+    help="Show how many findings each rule produced instead of the findings themselves: a table in "
+    "full and concise, a JSON list in json, one object a line in jsonl (other formats refuse it).",
 )
-@click.option("-q", "--quiet", is_flag=True, help="Show only the summary on standard output (files are unchanged).")
+@click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="Print the findings only: no summary line, no notes or progress on standard error (as ruff's -q).",
+)
+@click.option(
+    "-s",
+    "--silent",
+    is_flag=True,
+    help="Print nothing but errors; the exit status tells the result. Reports named with FORMAT:PATH "
+    "are still written.",
+)
+@click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour the full and concise text on standard output. auto: on a terminal, unless NO_COLOR "
+    "is set (FORCE_COLOR forces it).",
+)
 @click.option(
     "--show-availability",
     is_flag=True,
@@ -202,6 +223,8 @@ def check(
     exit_zero: bool,
     statistics: bool,
     quiet: bool,
+    silent: bool,
+    color: str,
     show_availability: bool,
     show_files: bool,
     baseline: str | None,
@@ -224,6 +247,8 @@ def check(
         exit_zero=exit_zero,
         statistics=statistics,
         quiet=quiet,
+        silent=silent,
+        color=color,
         show_availability=show_availability,
         show_files=show_files,
         baseline=baseline,
@@ -335,11 +360,18 @@ def rules(output_format: str) -> None:
 @_guarded
 def rule(rule: str, output_format: str) -> None:
     """Explain one rule (by code or name), with its failing and passing examples."""
+    import difflib
+
     from trajlint.check.registry import load_rules
     from trajlint.report import rule_doc
 
     specs = load_rules()
     match = next((s for s in specs.values() if rule in (s.code, s.name)), None)
     if match is None:
-        raise click.BadParameter(f"no rule {rule!r}; see `trajlint rules`", param_hint="RULE")
+        match = next((s for s in specs.values() if rule.upper() == s.code or rule.lower() == s.name), None)
+    if match is None:
+        words = [word for s in specs.values() for word in (s.code, s.name)]
+        close = difflib.get_close_matches(rule.upper() if rule[:2].lower() == "tl" else rule.lower(), words, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else "see `trajlint rules`"
+        raise click.BadParameter(f"no rule {rule!r}; {hint}", param_hint="RULE")
     click.echo(rule_doc.explain(match, output_format), nl=False)

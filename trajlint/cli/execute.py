@@ -54,7 +54,11 @@ class CheckRequest:
     fail_level: str | None = None
     exit_zero: bool = False
     statistics: bool = False
+    #: ruff's -q: the findings, without the summary line or notes on standard error.
     quiet: bool = False
+    #: ruff's -s: nothing on standard output or error but a failure; the exit status says it.
+    silent: bool = False
+    color: str = "auto"
     show_availability: bool | None = None  # None: the configuration's, else off
     show_files: bool = False
     baseline: str | None = None
@@ -98,13 +102,22 @@ def check(r: CheckRequest) -> int:
             else:
                 click.echo(displayable(source.path))
         return EXIT_CLEAN
+    stdout_format = next((o.format for o in outputs if o.path is None), None)
     problem = report_outputs.problem(outputs, inputs)
     if problem is None and r.health_report is not None:
         problem = health.report_problem(r.health_report, inputs)
     if problem:
         raise click.UsageError(problem)
+    if r.statistics and not r.silent:
+        refused = formats.statistics_problem(stdout_format)
+        if refused:
+            raise Failure(refused)
+    quiet = r.quiet or r.silent  # what is left out of standard error is the same for both
 
-    result = _check(sources, rules, found, settings, health_report=r.health_report is not None)
+    from trajlint.cli.progress import Progress
+
+    with Progress.for_run(sources, enabled=not quiet) as progress:
+        result = _check(sources, rules, found, settings, health_report=r.health_report is not None, progress=progress)
     findings = selection.drop_ignored(result.findings, ignores)
     baseline_use = None
     if known is not None:
@@ -125,17 +138,21 @@ def check(r: CheckRequest) -> int:
             written = health.write_reports(r.health_report, result.health)
         except OSError as exc:
             raise Failure(f"cannot write the health report into {r.health_report}: {exc.strerror or exc}") from None
-        if len(written) > 1:
+        if len(written) > 1 and not quiet:
             click.echo(
                 f"trajlint: wrote {len(written):,} health reports into {r.health_report}, one per run, as NeMo "
                 "Gym's health check takes one run at a time (--runs and --run-group say which files form a run)",
                 err=True,
             )
 
-    stdout_format = next((o.format for o in outputs if o.path is None), None)
-    console = formats.console(stdout_format, statistics=r.statistics, quiet=r.quiet)
-    if console is not None and stdout_format is None:
-        outputs = [*outputs, formats.Output("concise")]
+    if r.silent:
+        outputs = [o for o in outputs if o.path is not None]
+        console = None
+    else:
+        color = stdout_format in (None, "full", "concise") and _color(r.color)
+        console = formats.console(stdout_format, statistics=r.statistics, quiet=r.quiet, color=color)
+        if console is not None and stdout_format is None:
+            outputs = [*outputs, formats.Output("concise")]
     for output in outputs:
         try:
             report_outputs.write(report, output, sys.stdout, console if output.path is None else None)
@@ -149,11 +166,11 @@ def check(r: CheckRequest) -> int:
             report_outputs.append_step_summary(report, step_summary)
         except OSError as exc:
             click.echo(f"trajlint: warning: cannot write the step summary {step_summary}: {exc}", err=True)
-    if console is None:
+    if console is None and not quiet:
         click.echo(text_summary(report), err=True)
-    if result.files == 0 and not result.findings:
+    if result.files == 0 and not result.findings and not r.silent:
         click.echo("trajlint: warning: no rollout files found under the given paths", err=True)
-    if baseline_use and baseline_use["stale"]:
+    if baseline_use and baseline_use["stale"] and not quiet:
         stale = baseline_use["stale"]
         click.echo(
             f"trajlint: {stale:,} stale baseline {'entry' if stale == 1 else 'entries'} in "
@@ -300,7 +317,29 @@ def _selection(options: LintOptions, found: Any, settings: dict[str, Any], writt
 
 
 
-def _check(sources: list[Any], rules: dict[str, Any], found: Any, settings: dict[str, Any], *, health_report: bool = False) -> Any:
+def _color(choice: str) -> bool:
+    """Whether standard output is painted: `--color always|never`, else NO_COLOR and FORCE_COLOR
+    (https://no-color.org, https://force-color.org), else whether it is a terminal."""
+    import os
+
+    if choice != "auto":
+        return choice == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
+
+
+def _check(
+    sources: list[Any],
+    rules: dict[str, Any],
+    found: Any,
+    settings: dict[str, Any],
+    *,
+    health_report: bool = False,
+    progress: Any = None,
+) -> Any:
     """The check stage's run with this invocation's settings; a lost worker is one line, exit 2."""
     from trajlint.check.parallel import WorkerLost
     from trajlint.check.run import run
@@ -314,6 +353,7 @@ def _check(sources: list[Any], rules: dict[str, Any], found: Any, settings: dict
             health_report=health_report,
             runs=_runs(settings),
             file_kinds=_file_kinds(found, settings),
+            progress=progress,
         )
     except WorkerLost as exc:
         raise Failure(str(exc)) from None
