@@ -65,3 +65,23 @@ def test_installed_package_runs_outside_the_checkout(installed):
     assert trajlint("check", "clean.jsonl").returncode == 0
     assert '"$id"' in trajlint("schema", "trajectory").stdout
     assert "TL104" in trajlint("rules").stdout
+
+
+@pytest.mark.slow
+def test_an_installed_trajlint_refuses_schema_write_in_one_line_and_bundles(installed):
+    _, site, work = installed
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    for cwd in (work, ROOT):  # even inside a checkout, the wheel's models are not the checkout's
+        result = subprocess.run(
+            # -P: the working directory is not put on sys.path, so the checkout is not imported
+            [sys.executable, "-P", "-m", "trajlint", "schema", "--write"],
+            capture_output=True, text=True, env=env, cwd=cwd,
+        )
+        assert result.returncode == 2 and result.stdout == ""
+        assert result.stderr.count("\n") == 1 and "pip install -e ." in result.stderr
+        assert "Traceback" not in result.stderr
+    bundled = subprocess.run(
+        [sys.executable, "-m", "trajlint", "schema", "--bundle", "rollout-row"],
+        capture_output=True, text=True, env=env, cwd=work,
+    )
+    assert bundled.returncode == 0 and '"common.ModelCallRef"' in bundled.stdout

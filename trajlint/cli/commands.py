@@ -313,9 +313,17 @@ def build_command(paths: tuple[str, ...], output: str | None, trajectory_only: b
     is_flag=True,
     help="Regenerate schemas/ from the typed contract (in a source checkout).",
 )
+@click.option(
+    "--bundle",
+    is_flag=True,
+    help="Print the schema as one standalone document: the schemas it refers to copied into its "
+    "$defs, no $ref to another file, for validators and editors without trajlint's files "
+    "(check-jsonschema --schemafile).",
+)
 @_guarded
-def schema(name: str | None, list_: bool, write: bool) -> None:
+def schema(name: str | None, list_: bool, write: bool, bundle: bool) -> None:
     """Print a packaged JSON Schema (default: the rollout row), or regenerate them all."""
+    from trajlint.cli.signals import Failure
     from trajlint.contract import schemas
 
     if write:
@@ -324,7 +332,10 @@ def schema(name: str | None, list_: bool, write: bool) -> None:
 
         root = checkout_dir()
         if root is None:
-            raise click.ClickException("--write needs a source checkout of trajlint")
+            raise Failure(
+                "--write regenerates schemas/ in a source checkout, and this trajlint is installed "
+                "from a wheel; in a clone, install it with `pip install -e .` and run it there"
+            )
         for path in schemagen.write(root / "schemas"):
             click.echo(f"wrote {path.relative_to(root)}")
         return
@@ -333,7 +344,7 @@ def schema(name: str | None, list_: bool, write: bool) -> None:
             click.echo(schema_name)
         return
     try:
-        document = schemas.load(name or "rollout-row")
+        document = (schemas.bundle if bundle else schemas.load)(name or "rollout-row")
     except (KeyError, FileNotFoundError):
         raise click.BadParameter(
             f"unknown schema {name!r}; choose from {', '.join(schemas.names())}", param_hint="NAME"
