@@ -85,3 +85,19 @@ def test_an_installed_trajlint_refuses_schema_write_in_one_line_and_bundles(inst
         capture_output=True, text=True, env=env, cwd=work,
     )
     assert bundled.returncode == 0 and '"common.ModelCallRef"' in bundled.stdout
+
+
+def test_license_file_is_the_one_pyproject_names():
+    import tomllib
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"]["text"]
+    text = (ROOT / "LICENSE").read_text()
+    assert declared == "Apache-2.0"
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+    assert "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in text and "END OF TERMS AND CONDITIONS" in text
+
+
+@pytest.mark.slow
+def test_wheel_carries_the_license(installed):
+    wheel, _, _ = installed
+    assert any(name.endswith("/LICENSE") and ".dist-info/" in name for name in zipfile.ZipFile(wheel).namelist())
