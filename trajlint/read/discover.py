@@ -21,7 +21,7 @@ import stat
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import pathspec
 
@@ -80,7 +80,7 @@ class Selection:
     stdin_filename: str | None = None
     #: Files this run writes (reports, a baseline, health reports): a search never reads them.
     written: tuple[str, ...] = ()
-    _specs: dict[str, pathspec.GitIgnoreSpec] = field(default_factory=dict, compare=False, repr=False)
+    _specs: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def _spec(self, kind: str) -> pathspec.GitIgnoreSpec:
         spec = self._specs.get(kind)
@@ -89,16 +89,57 @@ class Selection:
             self._specs[kind] = spec
         return spec
 
-    def _relative(self, path: str, is_dir: bool) -> str:
-        rel = os.path.relpath(os.path.abspath(path), os.path.abspath(self.root)).replace(os.sep, "/")
-        return rel + "/" if is_dir else rel
+    def relative(self, path: str) -> str:
+        """`path` relative to `root`, in the form patterns match (`/` separators)."""
+        return os.path.relpath(os.path.abspath(path), os.path.abspath(self.root)).replace(os.sep, "/")
 
     def excluded(self, path: str, *, is_dir: bool = False) -> bool:
         """Whether `exclude` names `path` or a directory above it (below `root`)."""
-        return bool(self.exclude) and self._spec("exclude").match_file(self._relative(path, is_dir))
+        return self.excluded_relative(self.relative(path), is_dir=is_dir)
 
-    def included(self, path: str) -> bool:
-        return self._spec("include").match_file(self._relative(path, False))
+    def excluded_relative(self, rel: str, *, is_dir: bool = False) -> bool:
+        return bool(self.exclude) and self._spec("exclude").match_file(rel + "/" if is_dir else rel)
+
+    def excluded_entry(self, rel: str, name: str, *, is_dir: bool) -> bool:
+        """`excluded_relative` for an entry met in a search, whose directories passed already:
+        plain names (`.git`, `build/`) are looked up, not matched pattern by pattern."""
+        plain = self._specs.get("plain")
+        if plain is None:
+            plain = self._specs["plain"] = _plain_names(self.exclude)  # type: ignore[assignment]
+        if plain is None or plain is False:
+            return self.excluded_relative(rel, is_dir=is_dir)
+        names, directories, rest = plain
+        if name in names or (is_dir and name in directories):
+            return True
+        return rest is not None and rest.match_file(rel + "/" if is_dir else rel)
+
+    def included_relative(self, rel: str) -> bool:
+        suffixes = self._specs.get("suffixes")
+        if suffixes is None:
+            # `*.jsonl` and the like, the usual include patterns, are a test of the name's end.
+            plain = all(p.startswith("*") and not _GLOB_CHARS.intersection(p[1:]) and "/" not in p for p in self.include)
+            suffixes = self._specs["suffixes"] = tuple(p[1:] for p in self.include) if plain else False
+        if suffixes is not False:
+            return rel.endswith(suffixes)
+        return self._spec("include").match_file(rel)
+
+
+def _plain_names(patterns: Sequence[str]) -> Any:
+    """(names, directory names, the other patterns' spec or None) when every pattern excludes
+    (none starts with "!", which would make their order matter); False otherwise."""
+    names, directories, rest = set(), set(), []
+    for pattern in patterns:
+        text = pattern.strip()
+        if text.startswith("!"):
+            return False
+        bare = text.removesuffix("/")
+        if not bare or "/" in bare or _GLOB_CHARS.intersection(bare) or "\\" in bare or bare.startswith("#"):
+            rest.append(pattern)
+        elif text.endswith("/"):
+            directories.add(bare)
+        else:
+            names.add(bare)
+    return names, directories, pathspec.GitIgnoreSpec.from_lines(rest) if rest else None
 
 
 def missing(paths: Sequence[str]) -> str | None:
@@ -248,15 +289,31 @@ class _Walk:
         self._ignores: dict[str, list[tuple[str, pathspec.GitIgnoreSpec]]] = {}
         self._repository: dict[str, bool] = {}
 
-    def skipped(self, path: str, *, is_dir: bool) -> bool:
-        """Whether a directory search leaves `path` out: excluded, or ignored by git."""
-        if self.selection.excluded(path, is_dir=is_dir):
-            return True
-        return self.selection.respect_gitignore and self._gitignored(os.path.abspath(path), is_dir)
+        # Per directory searched: its absolute path and its path relative to the selection's root,
+        # so that each entry's are a join, not a path computation.
+        self._places: dict[str, tuple[str, str]] = {}
 
-    def _gitignored(self, path: str, is_dir: bool) -> bool:
-        for directory, spec in self._chain(os.path.dirname(path)):
-            rel = os.path.relpath(path, directory).replace(os.sep, "/") + ("/" if is_dir else "")
+    def place(self, directory: str) -> tuple[str, str]:
+        found = self._places.get(directory)
+        if found is None:
+            absolute = os.path.abspath(directory)
+            found = self._places[directory] = (absolute, self.selection.relative(absolute))
+        return found
+
+    def skipped(self, directory: str, name: str, *, is_dir: bool, include: bool = False) -> bool:
+        """Whether a directory search leaves the entry `name` of `directory` out: not included
+        (with `include`), excluded, or ignored by git."""
+        absolute, rel = self.place(directory)
+        rel = name if rel == "." else f"{rel}/{name}"
+        if include and not self.selection.included_relative(rel):
+            return True
+        if self.selection.excluded_entry(rel, name, is_dir=is_dir):
+            return True
+        return self.selection.respect_gitignore and self._gitignored(absolute, os.path.join(absolute, name), is_dir)
+
+    def _gitignored(self, directory: str, path: str, is_dir: bool) -> bool:
+        for base, spec in self._chain(directory):
+            rel = path[len(base) :].lstrip(os.sep).replace(os.sep, "/") + ("/" if is_dir else "")
             verdict = spec.check_file(rel).include
             if verdict is not None:  # the deepest file that speaks decides (a `!` re-includes)
                 return verdict
@@ -326,9 +383,10 @@ def _search_directory(top: str, walk: _Walk) -> Iterator[Source | Unreadable]:
     if isinstance(listing, Unreadable):
         yield listing
         return
-    stack = [listing]  # per open directory: its entries not yet visited, last-to-visit first
+    # per open directory: its path and its entries not yet visited, last-to-visit first
+    stack = [(top, listing)]
     while stack:
-        entries = stack[-1]
+        directory, entries = stack[-1]
         if not entries:
             stack.pop()
             continue
@@ -338,16 +396,16 @@ def _search_directory(top: str, walk: _Walk) -> Iterator[Source | Unreadable]:
         except OSError:
             is_directory = False  # vanished since listed; the stat below reports it if it matters
         if is_directory:
-            if walk.skipped(entry.path, is_dir=True):
+            if walk.skipped(directory, entry.name, is_dir=True):
                 continue
             # Symlinked directories are not followed (is_dir above is False for them): no loops.
             listing = _sorted_entries(entry.path)
             if isinstance(listing, Unreadable):
                 yield listing
             else:
-                stack.append(listing)
+                stack.append((entry.path, listing))
             continue
-        if not walk.selection.included(entry.path) or walk.skipped(entry.path, is_dir=False):
+        if walk.skipped(directory, entry.name, is_dir=False, include=True):
             continue
         try:
             info = os.stat(entry.path)  # follows a symlinked file to what it names
