@@ -232,6 +232,9 @@ def test_quiet_with_every_report_in_a_file_prints_nothing(tmp_path):
     result = invoke("check", "-q", "--output-format", f"json:{tmp_path / 'r.json'}", str(EXAMPLES))
     assert result.exit_code == 1 and result.output == ""
     assert json.loads((tmp_path / "r.json").read_text())["findings"]
+    (tmp_path / "empty").mkdir()
+    assert invoke("check", "-q", str(tmp_path / "empty")).output == ""  # no warning either, as ruff -q
+    assert "no rollout files found" in invoke("check", str(tmp_path / "empty")).stderr
 
 
 @pytest.mark.parametrize("fmt", ["full", "concise", "json"])

@@ -168,7 +168,7 @@ def check(r: CheckRequest) -> int:
             click.echo(f"trajlint: warning: cannot write the step summary {step_summary}: {exc}", err=True)
     if console is None and not quiet:
         click.echo(text_summary(report), err=True)
-    if result.files == 0 and not result.findings and not r.silent:
+    if result.files == 0 and not result.findings and not quiet:
         click.echo("trajlint: warning: no rollout files found under the given paths", err=True)
     if baseline_use and baseline_use["stale"] and not quiet:
         stale = baseline_use["stale"]
