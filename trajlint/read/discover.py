@@ -32,7 +32,7 @@ from trajlint.read.source import Source
 #: The files a directory search reads, as ruff's `include`: gitignore-style patterns.
 DEFAULT_INCLUDE = ("*.jsonl", "*.jsonl.gz", "*.jsonl.zst")
 #: What a directory search never enters or reads, as ruff's default `exclude` (its list, with the
-#: caches and environments of the tools that sit beside rollout data).
+#: caches and environments of the tools that sit beside rollout data, and trajlint's own cache).
 DEFAULT_EXCLUDE = (
     ".bzr",
     ".direnv",
@@ -50,6 +50,7 @@ DEFAULT_EXCLUDE = (
     ".ruff_cache",
     ".svn",
     ".tox",
+    ".trajlint_cache",
     ".venv",
     ".vscode",
     "__pycache__",
