@@ -244,13 +244,20 @@ def _sources(paths: tuple[str, ...]) -> list[Any]:
     import dataclasses
     import os
 
-    from trajlint.read import iter_sources
+    from trajlint.read import Unreadable, iter_sources
+    from trajlint.read.remote import is_url
 
-    return [
-        # normpath("") is ".", which exists: an empty argument is reported as itself
-        source if source.path in ("-", "") else dataclasses.replace(source, path=os.path.normpath(source.path))
-        for source in iter_sources(list(paths) or ["."])
-    ]
+    sources = []
+    for source in iter_sources(list(paths) or ["."]):
+        if is_url(source.path):
+            # A store that cannot be listed, or a URL that names nothing, says nothing about the
+            # data: the run stops before it reports on less than was asked for.
+            if isinstance(source, Unreadable):
+                raise Failure(f"{source.path}: {source.reason}")
+        elif source.path not in ("-", ""):  # normpath("") is ".", which exists
+            source = dataclasses.replace(source, path=os.path.normpath(source.path))
+        sources.append(source)
+    return sources
 
 
 

@@ -4,7 +4,7 @@ Directory decision (ruff-like): a directory is searched recursively for ``*.json
 ``*.jsonl.gz`` and ``*.jsonl.zst`` files; a directory holding none of them yields nothing and is
 not a finding (ruff only warns when a whole run finds no files, which the command line can do by
 noticing that no `Source` came back). A named path that is missing, unreadable or a special file,
-and a glob that matches nothing, are `Unreadable` items.
+and a glob that matches nothing, are `Unreadable` items. URLs are expanded by `remote`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import BinaryIO
 
+from trajlint.read import remote
 from trajlint.read.files import _os_reason, _special_kind, _stat_reason
 from trajlint.read.items import Unreadable
 from trajlint.read.source import Source
@@ -31,8 +32,12 @@ def iter_sources(paths: Sequence[str], *, stdin: BinaryIO | None = None) -> Iter
     read once, at its first mention.
     """
     seen: set[tuple[int, int]] = set()
+    seen_urls: set[str] = set()
     stdin_taken = False
     for path in paths:
+        if remote.is_url(path):
+            yield from _named_url(path, seen_urls)
+            continue
         if path == "-":
             if not stdin_taken:
                 stdin_taken = True
@@ -58,6 +63,20 @@ def iter_sources(paths: Sequence[str], *, stdin: BinaryIO | None = None) -> Iter
                 yield Unreadable(path, 0, _stat_reason(path, exc))
             continue
         yield from _named(path, seen, info)
+
+
+def _named_url(url: str, seen: set[str]) -> Iterator[Source | Unreadable]:
+    """The objects a URL names; a URL that names none, or cannot be listed, is one `Unreadable`
+    at line 0 whose path is the URL with any credentials masked."""
+    try:
+        found = remote.expand(url, _JSONL_SUFFIXES)
+    except remote.RemoteError as exc:
+        yield Unreadable(exc.url, 0, exc.reason)
+        return
+    for match in found:
+        if match not in seen:
+            seen.add(match)
+            yield Source(match)
 
 
 def _expand_glob(pattern: str) -> list[str]:
