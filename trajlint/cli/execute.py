@@ -34,6 +34,8 @@ class LintOptions:
     runs: str | None = None
     run_group: tuple[str, ...] = ()
     file_kind: str | None = None
+    executor: str | None = None
+    ray_address: str | None = None
     show_settings: bool = False
 
 
@@ -263,9 +265,15 @@ def _sources(paths: tuple[str, ...]) -> list[Any]:
 
 def _check(sources: list[Any], rules: dict[str, Any], found: Any, settings: dict[str, Any], *, health_report: bool = False) -> Any:
     """The check stage's run with this invocation's settings; a lost worker is one line, exit 2."""
+    from trajlint.check.executor import UnitFailed
     from trajlint.check.parallel import WorkerLost
     from trajlint.check.run import run
 
+    executor = None
+    if settings["executor"].value == "ray":
+        from trajlint.check.ray_executor import RayExecutor, RayUnavailable
+
+        executor = RayExecutor(settings["ray-address"].value)
     try:
         return run(
             sources,
@@ -275,9 +283,17 @@ def _check(sources: list[Any], rules: dict[str, Any], found: Any, settings: dict
             health_report=health_report,
             runs=_runs(settings),
             file_kinds=_file_kinds(found, settings),
+            executor=executor,
         )
-    except WorkerLost as exc:
+    except (WorkerLost, UnitFailed) as exc:
         raise Failure(str(exc)) from None
+    except Exception as exc:
+        if executor is not None and isinstance(exc, RayUnavailable):
+            raise Failure(str(exc)) from None
+        raise
+    finally:
+        if executor is not None:
+            executor.close()
 
 
 def _runs(settings: dict[str, Any]) -> Any:
@@ -345,6 +361,8 @@ def _lint_setup(
                 "runs": options.runs,
                 "run-groups": list(options.run_group) or None,
                 "file-kind": options.file_kind,
+                "executor": options.executor,
+                "ray-address": options.ray_address,
                 **overrides,
             },
         )
