@@ -114,17 +114,16 @@ def expand(url: str, suffixes: tuple[str, ...]) -> list[str]:
     """The object URLs `url` names: itself when it is an object, the objects a glob matches, or the
     objects with one of `suffixes` below a prefix; sorted. Raises `RemoteError`."""
     fs, path = _filesystem(url)
-    scheme = url[: len(protocol(url)) + 3]
     try:
         if _GLOB_CHARS.intersection(path):
             matches = sorted(p for p, info in fs.glob(path, detail=True).items() if info.get("type") != "directory")
             if not matches:
                 raise RemoteError(url, "glob matched no objects")
-            return [_url_of(fs, scheme, p) for p in matches]
+            return [_url_of(fs, url, path, p) for p in matches]
         info = fs.info(path)
         if info.get("type") == "directory":
             found = sorted(p for p in fs.find(path) if p.lower().endswith(suffixes))
-            return [_url_of(fs, scheme, p) for p in found]
+            return [_url_of(fs, url.rstrip("/") + "/", path.rstrip("/") + "/", p) for p in found]
         return [url]
     except RemoteError:
         raise
@@ -132,9 +131,19 @@ def expand(url: str, suffixes: tuple[str, ...]) -> list[str]:
         raise RemoteError(url, _reason(exc)) from None
 
 
-def _url_of(fs: Any, scheme: str, path: str) -> str:
-    unstripped = fs.unstrip_protocol(path)
-    return unstripped if unstripped.startswith(scheme) else scheme + path.lstrip("/")
+def _url_of(fs: Any, url: str, path: str, found: str) -> str:
+    """The URL of `found`, an object below `url` (whose path in `fs` is `path`), spelled as the
+    user spelled `url`: findings and baselines name it so."""
+    url_base, path_base = _base(url), _base(path)
+    if found.startswith(path_base):
+        return url_base + found[len(path_base) :]
+    return fs.unstrip_protocol(found)
+
+
+def _base(text: str) -> str:
+    """`text` up to the last "/" before its first glob character."""
+    cut = min((i for i, c in enumerate(text) if c in _GLOB_CHARS), default=len(text))
+    return text[: text.rfind("/", 0, cut) + 1]
 
 
 def size(url: str) -> int | None:
