@@ -2,7 +2,7 @@
 
     python bench/ray.py                      # a 200 MB generated file (cached under bench/out/)
     python bench/ray.py --size 1GB --repeat 3
-    python bench/ray.py --file runs/rollouts.jsonl --tiny 0
+    python bench/ray.py --file runs/rollouts.jsonl --tiny 0 --check-options '--ignore TL401,TL411,TL610,TL611'
 
 It starts a local Ray cluster of `--nodes` nodes with one CPU each (ray.cluster_utils.Cluster:
 separate raylets and object stores on this machine), then times, round-robin over `--repeat`
@@ -94,6 +94,9 @@ def main() -> None:
     parser.add_argument("--file", help="time this file instead of a generated one")
     parser.add_argument("--nodes", type=int, default=2, help="Ray nodes, one CPU each [2]")
     parser.add_argument("--repeat", type=int, default=1, help="rounds of (a) and (b) [1]")
+    parser.add_argument(
+        "--check-options", default="", help="more options for both runs, e.g. '--ignore TL401,TL411,TL610,TL611'"
+    )
     parser.add_argument("--tiny", type=int, default=300, help="one-row files for the per-unit overhead (0: skip) [300]")
     args = parser.parse_args()
 
@@ -110,7 +113,7 @@ def main() -> None:
             cluster.add_node(num_cpus=1)
         cluster.wait_for_nodes()
         print(f"cluster of {args.nodes} nodes started in {time.perf_counter() - started:.1f} s", flush=True)
-        base = [sys.executable, "-m", "trajlint", "check", "--isolated", "--output-format", "json", str(path)]
+        base = [sys.executable, "-m", "trajlint", "check", "--isolated", "--output-format", "json", *args.check_options.split(), str(path)]
         subjects = {
             "local --jobs 2": [*base, "--jobs", "2"],
             f"ray, {args.nodes} nodes": [*base, "--executor", "ray", "--ray-address", cluster.address],

@@ -178,3 +178,21 @@ def test_executor_and_address_from_the_configuration(tmp_path, monkeypatch):
     (tmp_path / "trajlint.toml").write_text('executor = "spark"\n')
     bad = CliRunner().invoke(main, ["check", "."])
     assert bad.exit_code == 2 and "executor: must be one of local, ray, not 'spark'" in bad.stderr
+
+
+@pytest.mark.parametrize("copies", [1, 4])
+def test_compressed_files_as_batches_or_whole_tasks(ray_cluster, generated, tmp_path_factory, tmp_path, monkeypatch, copies):
+    """Fewer compressed files than tasks in flight (2 per CPU: 4 here) are read by the driver and
+    sent in batches; as many or more are read whole by the workers. Either way, the same report."""
+    from trajlint import read
+
+    directory = tmp_path_factory.mktemp("compressed")
+    for index in range(copies):
+        (directory / f"copy-{index}.jsonl.gz").write_bytes((generated / "copy.jsonl.gz").read_bytes())
+    _, local, local_err = _report(tmp_path, "local", "--jobs", "1", str(directory))
+    batched = []
+    original = read.batches
+    monkeypatch.setattr(read, "batches", lambda *a, **k: batched.append(a[0].path) or original(*a, **k))
+    code, on_ray, err = _report(tmp_path, "ray", "--executor", "ray", str(directory))
+    assert (code, err, on_ray) == (1, local_err, local)
+    assert len(batched) == (1 if copies == 1 else 0)

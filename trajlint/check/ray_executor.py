@@ -94,7 +94,7 @@ class RayExecutor:
         checker_ref = [ray.put(checker)]
         cwd = os.getcwd()
         units = [unit for unit, _ in planned]
-        ahead = _tasks(planned, max_row_bytes)
+        ahead = _tasks(planned, max_row_bytes, limit)
         pending: deque[tuple[int, int, Any, Any]] = deque()  # (unit index, bytes held, work, reference)
         held = 0
 
@@ -149,11 +149,21 @@ def _failure(work: Any, exc: BaseException) -> str:
     return f"{describe(work)} could not be checked: {why}"
 
 
-def _tasks(planned: Sequence[tuple[Unit, FileKind]], max_row_bytes: int) -> Iterator[tuple[int, tuple[Any, FileKind]]]:
+def _tasks(
+    planned: Sequence[tuple[Unit, FileKind]], max_row_bytes: int, tasks_at_once: int
+) -> Iterator[tuple[int, tuple[Any, FileKind]]]:
     """(index of the unit, what a task checks) in input order: a unit a worker reads itself, or
-    a batch of a stream read here."""
+    a batch of a stream read here.
+
+    A compressed file cannot be cut by offset. While there are fewer of them than tasks the
+    cluster runs at once, each is read here and sent in batches, so that one large file still
+    keeps every worker busy; with at least that many, each is one task that reads the whole file
+    itself, so that the driver and the object store carry none of their bytes.
+    """
+    compressed = sum(1 for unit, _ in planned if isinstance(unit, read.Source) and unit.stream is None and unit.compression)
+    whole = compressed >= tasks_at_once
     for index, (unit, kind) in enumerate(planned):
-        if isinstance(unit, read.Source) and (unit.stream is not None or unit.compression):
+        if isinstance(unit, read.Source) and (unit.stream is not None or (unit.compression and not whole)):
             for batch in read.batches(unit, max_row_bytes):
                 yield index, (batch, kind)
         else:
