@@ -2,6 +2,7 @@
 
     python bench/ray.py                      # a 200 MB generated file (cached under bench/out/)
     python bench/ray.py --size 1GB --repeat 3
+    python bench/ray.py --size 1GB --overhead-only --absorb
     python bench/ray.py --file runs/rollouts.jsonl --tiny 0 --check-options '--ignore TL401,TL411,TL610,TL611'
 
 It starts a local Ray cluster of `--nodes` nodes with one CPU each (ray.cluster_utils.Cluster:
@@ -13,8 +14,11 @@ rounds, each as its own child process on the same file:
 and checks that their reports are byte-identical. Then, in this process, connected once, the
 per-unit overhead: `--tiny` one-row files checked by the run with `LocalPool(1)` and with the
 Ray executor; (Ray - local) / files is what a unit costs on Ray beyond its checking (a task
-submitted, scheduled, its result fetched and unpickled). Nothing is asserted; the load average
-is printed so the noise is visible.
+submitted, scheduled, its result fetched and unpickled), and the driver's CPU per unit. With
+`--absorb`, the driver's own share alone: the file's unit results checked and pickled in this
+process, then the CPU time the run spends unpickling and absorbing them in input order.
+`--overhead-only` skips (a) and (b). Nothing is asserted; the load average is printed so the
+noise is visible.
 """
 
 from __future__ import annotations
@@ -65,8 +69,9 @@ def _timed(argv: list[str], out: Path) -> tuple[float, float]:
     return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def _per_unit(tiny: int, workdir: Path) -> tuple[float, float]:
-    """(seconds per unit on one local process, seconds per unit on Ray) for `tiny` one-row files."""
+def _per_unit(tiny: int, workdir: Path) -> tuple[float, float, float]:
+    """(wall seconds per unit in one local process, wall seconds per unit on Ray, the Ray driver's
+    CPU seconds per unit) for `tiny` one-row files."""
     from trajlint.check.executor import LocalPool
     from trajlint.check.ray_executor import RayExecutor
     from trajlint.check.registry import load_rules
@@ -79,13 +84,38 @@ def _per_unit(tiny: int, workdir: Path) -> tuple[float, float]:
     for index in range(tiny):
         (directory / f"{index:05d}.jsonl").write_text(row + "\n")
     rules = load_rules()
-    times = {}
+    times, cpu = {}, {}
     for name, executor in (("local", LocalPool(1)), ("ray", RayExecutor())):
-        started = time.perf_counter()
+        started, used = time.perf_counter(), time.process_time()
         result = run(iter_sources([str(directory)]), rules, max_row_bytes=256 * 1024 * 1024, executor=executor)
-        times[name] = time.perf_counter() - started
+        times[name], cpu[name] = time.perf_counter() - started, time.process_time() - used
         assert result.files == tiny
-    return times["local"] / tiny, times["ray"] / tiny
+    return times["local"] / tiny, times["ray"] / tiny, cpu["ray"] / tiny
+
+
+def _absorb(path: Path) -> tuple[float, int, int]:
+    """(CPU seconds the run spends unpickling and absorbing `path`'s unit results, units, bytes of
+    pickled results): the driver's own share of the work, measured in one process."""
+    import pickle
+
+    from trajlint.check.executor import LocalPool
+    from trajlint.check.registry import load_rules
+    from trajlint.check.run import run
+    from trajlint.read import iter_sources
+
+    spent = {}
+    blobs: list[bytes] = []
+
+    class Recorded(LocalPool):
+        def check_units(self, checker, planned, max_row_bytes):
+            blobs.extend(pickle.dumps(checker.check_unit(unit, max_row_bytes, kind)) for unit, kind in planned)
+            started = time.process_time()  # the consumer absorbs between the yields
+            for (unit, _), blob in zip(planned, blobs):
+                yield unit, [pickle.loads(blob)]
+            spent["absorb"] = time.process_time() - started
+
+    run(iter_sources([str(path)]), load_rules(), max_row_bytes=256 * 1024 * 1024, executor=Recorded(2))
+    return spent["absorb"], len(blobs), sum(map(len, blobs))
 
 
 def main() -> None:
@@ -97,6 +127,8 @@ def main() -> None:
     parser.add_argument(
         "--check-options", default="", help="more options for both runs, e.g. '--ignore TL401,TL411,TL610,TL611'"
     )
+    parser.add_argument("--absorb", action="store_true", help="also time the driver's absorb step alone, in one process")
+    parser.add_argument("--overhead-only", action="store_true", help="only the per-unit overhead")
     parser.add_argument("--tiny", type=int, default=300, help="one-row files for the per-unit overhead (0: skip) [300]")
     args = parser.parse_args()
 
@@ -120,6 +152,8 @@ def main() -> None:
         }
         with tempfile.TemporaryDirectory() as tmp:
             workdir = Path(tmp)
+            if args.overhead_only:
+                subjects = {}
             times: dict[str, list[float]] = {name: [] for name in subjects}
             cpu: dict[str, list[float]] = {name: [] for name in subjects}
             for _ in range(args.repeat):
@@ -127,31 +161,37 @@ def main() -> None:
                     wall, used = _timed(argv, workdir / f"{index}.json")
                     times[name].append(wall)
                     cpu[name].append(used)
-            identical = (workdir / "0.json").read_bytes() == (workdir / "1.json").read_bytes()
-            print(f"\nfile: {path} ({size / 1e6:,.0f} MB); load average {os.getloadavg()[0]:.2f}; "
-                  f"{os.cpu_count()} cores on this machine")
-            local = statistics.median(times["local --jobs 2"])
-            for name, values in times.items():
-                median = statistics.median(values)
-                print(
-                    f"  {name:<18} {median:7.1f} s  {size / 1e6 / median:6.1f} MB/s  x{median / local:.2f} of local"
-                    f"  (CPU of its own processes: {statistics.median(cpu[name]):.1f} s)"
-                )
-            # The Ray driver's own CPU time is what it spends planning, submitting, fetching and
-            # absorbing results: the input rate one driver can keep up with.
-            driver = statistics.median(cpu[f"ray, {args.nodes} nodes"])
-            print(f"  the Ray driver alone keeps up with {size / 1e6 / driver:,.0f} MB/s of input ({driver:.1f} s CPU)")
-            print(f"  reports byte-identical: {identical}")
+            if subjects:
+                identical = (workdir / "0.json").read_bytes() == (workdir / "1.json").read_bytes()
+                print(f"\nfile: {path} ({size / 1e6:,.0f} MB); load average {os.getloadavg()[0]:.2f}; "
+                      f"{os.cpu_count()} cores on this machine")
+                local = statistics.median(times["local --jobs 2"])
+                for name, values in times.items():
+                    median = statistics.median(values)
+                    print(
+                        f"  {name:<18} {median:7.1f} s  {size / 1e6 / median:6.1f} MB/s  x{median / local:.2f} of local"
+                        f"  (CPU of its own processes: {statistics.median(cpu[name]):.1f} s)"
+                    )
+                # The Ray driver's own CPU time is what it spends planning, submitting, fetching and
+                # absorbing results: the input rate one driver can keep up with.
+                driver = statistics.median(cpu[f"ray, {args.nodes} nodes"])
+                print(f"  the Ray driver alone keeps up with {size / 1e6 / driver:,.0f} MB/s of input ({driver:.1f} s CPU)")
+                print(f"  reports byte-identical: {identical}")
             if args.tiny:
                 ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
                 try:
-                    one, on_ray = _per_unit(args.tiny, workdir)
+                    one, on_ray, driver_cpu = _per_unit(args.tiny, workdir)
                 finally:
                     ray.shutdown()
                 print(f"\nper unit ({args.tiny} one-row files): one local process {one * 1e3:.1f} ms, "
-                      f"Ray {on_ray * 1e3:.1f} ms: Ray adds {(on_ray - one) * 1e3:.1f} ms a unit")
+                      f"Ray {on_ray * 1e3:.1f} ms: Ray adds {(on_ray - one) * 1e3:.1f} ms a unit; "
+                      f"the driver's CPU per unit on Ray {driver_cpu * 1e3:.2f} ms")
     finally:
         cluster.shutdown()
+    if args.absorb:
+        spent, units, result_bytes = _absorb(path)
+        print(f"\nabsorb step alone: {spent:.2f} s CPU for {size / 1e6:,.0f} MB ({size / 1e6 / spent:,.0f} MB/s of input); "
+              f"{units} units, results {result_bytes / 1e6:.1f} MB pickled ({result_bytes / size:.2%} of the input)")
 
 
 if __name__ == "__main__":
