@@ -39,7 +39,15 @@ def test_url_helpers():
     assert remote.redacted("s3://bucket/key@1.jsonl") == "s3://bucket/key@1.jsonl"  # an @ in the key is no user
 
 
-@pytest.mark.parametrize("url", ["s3://AKIAKEY:s3cr3tv4lue@rollouts/run/a.jsonl", "memory://user:s3cr3tv4lue@host/a.jsonl"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "s3://AKIAKEY:s3cr3tv4lue@rollouts/run/a.jsonl",
+        "memory://user:s3cr3tv4lue@host/a.jsonl",
+        "https://host/run/a.jsonl?X-Amz-Credential=AKIAKEY&X-Amz-Signature=s3cr3tv4lue",
+        "az://container/a.jsonl?sv=2024&sig=s3cr3tv4lue",
+    ],
+)
 def test_credentials_in_a_url_are_refused_and_never_shown(url):
     code, out, err = _check("--output-format", "json", url)
     assert code == 2
@@ -174,3 +182,23 @@ def test_s3_refused_credentials_are_one_line(s3, s3_corpus, monkeypatch):
     assert code == 2
     assert len(err.strip().splitlines()) == 1 and "access denied" in err
     assert "refused-s3cr3t" not in out + err
+
+
+def test_build_reads_urls(tmp_path):
+    pytest.importorskip("fsspec")
+    url = _as_memory(ROOT / "examples", "examples-for-build")
+    out = tmp_path / "built.jsonl"
+    result = CliRunner().invoke(main, ["build", url, "-o", str(out)])
+    local = tmp_path / "local.jsonl"
+    CliRunner().invoke(main, ["build", str(ROOT / "examples"), "-o", str(local)])
+    assert result.exit_code in (0, 1) and out.read_bytes() == local.read_bytes() and out.stat().st_size > 0
+
+
+def test_per_file_ignores_name_objects_by_url(tmp_path, monkeypatch):
+    pytest.importorskip("fsspec")
+    url = _as_memory(HOSTILE, "ignored")
+    (tmp_path / "trajlint.toml").write_text('[per-file-ignores]\n"memory://ignored/*.jsonl" = ["ALL"]\n')
+    monkeypatch.chdir(tmp_path)
+    lines = CliRunner().invoke(main, ["check", "--output-format", "concise", url]).stdout.splitlines()
+    assert lines and not any(line.startswith("memory://ignored/") and ".jsonl:" in line for line in lines[:-1])
+    assert any(".jsonl.gz:" in line or ".jsonl.zst:" in line for line in lines[:-1])

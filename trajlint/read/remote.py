@@ -53,15 +53,27 @@ def protocol(url: str) -> str:
     return match.group(1).lower() if match else ""
 
 
+# Query parameters that carry a secret: a presigned URL's signature, a SAS token, a password.
+_SECRET_PARAMETER = re.compile(r"[?&](?:[^=&]*(?:sig|signature|token|credential|secret|password|key)[^=&]*)=", re.IGNORECASE)
+
+
+def _userinfo(url: str) -> bool:
+    return "@" in url[len(protocol(url)) + 3 :].split("/", 1)[0]
+
+
 def has_credentials(url: str) -> bool:
-    """Whether the URL's authority carries a user name or secret (``scheme://user:secret@host``)."""
-    authority = url[len(protocol(url)) + 3 :].split("/", 1)[0]
-    return "@" in authority
+    """Whether the URL carries a secret: a user name or password in its authority
+    (``scheme://user:secret@host``), or a signature or token among its query parameters."""
+    return _userinfo(url) or _SECRET_PARAMETER.search(url) is not None
 
 
 def redacted(url: str) -> str:
-    """`url` with the user information of its authority masked, for messages."""
+    """`url` with its user information and its query masked, for messages."""
     if not has_credentials(url):
+        return url
+    if "?" in url:
+        url = url.split("?", 1)[0] + "?***"
+    if not _userinfo(url):
         return url
     start = len(protocol(url)) + 3
     authority, _, rest = url[start:].partition("/")
