@@ -138,29 +138,41 @@ def test_ctrl_c_cancels_the_clusters_tasks(ray_cluster, generated, tmp_path, mon
 
     monkeypatch.setattr(ray, "cancel", cancel)
 
+    running = tmp_path / "running"
+    running.mkdir()
+
     class Slow:
         def __init__(self, checker):
             self.checker = checker
 
         def check_unit(self, unit, max_row_bytes, kind):
-            time.sleep(60)
+            (running / str(os.getpid())).touch()
+            time.sleep(120)
             return self.checker.check_unit(unit, max_row_bytes, kind)
 
-    timer = threading.Timer(3.0, _thread.interrupt_main)
-    timer.start()
-    started = time.monotonic()
+    stop = threading.Event()
+
+    def ctrl_c_once_both_nodes_work() -> None:
+        while len(list(running.iterdir())) < 2 and not stop.wait(0.1):
+            pass
+        if not stop.is_set():
+            _thread.interrupt_main()
+
+    watcher = threading.Thread(target=ctrl_c_once_both_nodes_work, daemon=True)
+    watcher.start()
     try:
         code, _, err = _run_with(monkeypatch, tmp_path, Slow, str(generated / "generated.jsonl"))
     finally:
-        timer.cancel()
+        stop.set()
+        watcher.join()
+    interrupted = time.monotonic()
     assert code == 130 and "interrupted" in err
-    assert time.monotonic() - started < 30  # not waiting for the tasks to finish
     assert len(cancelled) >= 2  # every task in flight, on both nodes
     # The cancelled tasks give their CPUs back long before they would have ended.
-    deadline = time.monotonic() + 20
-    while ray.available_resources().get("CPU", 0) < 2 and time.monotonic() < deadline:
+    while ray.available_resources().get("CPU", 0) < 2 and time.monotonic() < interrupted + 60:
         time.sleep(0.2)
     assert ray.available_resources().get("CPU", 0) == 2
+    assert time.monotonic() - interrupted < 60  # long before the tasks' two minutes
 
 
 def test_without_ray_the_extra_is_named(tmp_path, monkeypatch):

@@ -94,8 +94,9 @@ def _lint_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "--executor",
             type=click.Choice(["local", "ray"]),
             help="Where units of input are checked: processes on this machine (--jobs), or tasks on a Ray "
-            "cluster, whose workers read the files (a shared file system) or objects (URLs) themselves. "
-            "The report is the same either way. [default: local]",
+            "cluster, whose workers read the files (a shared file system) or objects (URLs) themselves "
+            "(--jobs then does not apply: the cluster's CPUs do). The report is the same either way. "
+            "[default: local]",
         ),
         click.option(
             "--ray-address",
