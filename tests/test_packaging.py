@@ -40,6 +40,8 @@ def test_wheel_contains_schemas_and_rules(installed):
     rules = {p.name for p in (ROOT / "rules").glob("*.toml")}
     assert {f"trajlint/data/schemas/{n}" for n in schemas} <= names
     assert {f"trajlint/data/rules/{n}" for n in rules} <= names
+    # PEP 561: type checkers use the API's annotations only from a package marked as typed
+    assert {"trajlint/py.typed", "trajlint/__init__.pyi", "trajlint/api.py"} <= names
 
 
 @pytest.mark.slow
