@@ -32,6 +32,7 @@ import orjson
 
 from trajlint import __version__
 from trajlint.findings import Finding, Location, severity_rank
+from trajlint.read.remote import is_url
 from trajlint.report.document import Report, RuleInfo
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -52,6 +53,8 @@ LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 
 def _artifact(report: Report, path: str) -> dict[str, Any]:
     relative = report.relative(path)
+    if is_url(path):
+        return {"uri": path}
     if relative is None:
         # abspath, not resolve(): resolving follows symlinks, and a symlink loop (a path that
         # could not be read, and so has a finding) makes it raise.
