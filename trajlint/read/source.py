@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from trajlint.read.decompress import _CHUNK_READERS, _span_chunks
-from trajlint.read.files import _open_regular_file
+from trajlint.read.files import _open_input
 from trajlint.read.items import DEFAULT_MAX_ROW_BYTES, Line, LineTally, OversizedLine, Unreadable
 from trajlint.read.lines import _split_lines, _whole_document
 
@@ -23,7 +23,7 @@ def file_identity(st: os.stat_result) -> tuple[int, int, int, int]:
 def _identity_of(handle: BinaryIO) -> tuple[int, int, int, int] | None:
     try:
         return file_identity(os.fstat(handle.fileno()))
-    except OSError:
+    except (OSError, ValueError, AttributeError):  # not a file on disk
         return None
 
 
@@ -70,7 +70,7 @@ class Source:
         if self.stream is not None:
             handle, owned = self.stream, False  # stdin belongs to the caller: never closed here
         else:
-            opened = _open_regular_file(self.path)
+            opened = _open_input(self.path)
             if isinstance(opened, Unreadable):
                 if not self.first_shard:  # the file went away after it was split
                     opened = Unreadable(self.path, 1, opened.reason)
