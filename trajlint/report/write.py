@@ -86,7 +86,14 @@ def own_output(path: str) -> bool:
     import orjson
 
     try:
-        with open(path, "rb") as handle:
+        # Without blocking, and only a regular file: a FIFO named as an output must not hang.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return False
             first = handle.readline(1 << 20)
     except OSError:
         return False
