@@ -23,6 +23,8 @@ class Format(NamedTuple):
     json: bool = False
     #: With `$GITHUB_STEP_SUMMARY` set, the run's markdown summary is appended to it too.
     step_summary: bool = False
+    #: The report shows sampled rows with their builds (`Report.samples`), read after the run.
+    samples: bool = False
 
 
 # The one table of formats: the CLI's choices and help are read from it.
@@ -35,6 +37,7 @@ FORMATS: dict[str, Format] = {
     "github": Format("trajlint.report.github", "render", step_summary=True),
     "junit": Format("trajlint.report.junit", "render"),
     "gitlab": Format("trajlint.report.gitlab", "render"),
+    "html": Format("trajlint.report.html", "render", samples=True),
 }
 ALIASES = {"text": "full"}
 NAMES: tuple[str, ...] = (*FORMATS, *ALIASES)
