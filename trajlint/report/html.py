@@ -22,6 +22,7 @@ import orjson
 from trajlint import __version__
 from trajlint.findings import SEVERITIES, severity_rank
 from trajlint.report.document import Report
+from trajlint.report.escape import visible
 
 MAX_TABLE = 2000
 MAX_FILES = 25
@@ -63,15 +64,24 @@ def plural(n: int, word: str) -> str:
 def context(report: Report) -> dict[str, Any]:
     summary = report.summary
     sample_of = {(s["path"], s["line"]): i for i, s in enumerate(report.samples)}
+
+    def shown(path: str) -> str:
+        # Relative to the directory trajlint ran in, as a reader named the inputs.
+        return visible(report.relative(path) or path)
+
+    grid = report.task_grid
+    if grid is not None:
+        grid = {**grid, "tasks": [{**t, "task": visible(t["task"]), "run": visible(t["run"])} for t in grid["tasks"]]}
     table = [
         {
             "code": f.code,
             "name": f.name,
             "severity": f.severity,
-            "message": f.message,
-            "path": f.path,
+            # As the text formats show them: a control or reordering character as an escape.
+            "message": visible(f.message),
+            "path": shown(f.path),
             "line": f.line,
-            "pointer": f.pointer,
+            "pointer": visible(f.pointer),
             "sample": sample_of.get((f.path, f.line)),
         }
         for f in report.findings[:MAX_TABLE]
@@ -98,17 +108,17 @@ def context(report: Report) -> dict[str, Any]:
         "verdict_colours": VERDICT_COLOURS,
         "claim_colours": CLAIM_COLOURS,
         "rules": rules,
-        "files": [{"path": p, "count": n} for p, n in per_file.most_common(MAX_FILES)],
+        "files": [{"path": shown(p), "count": n} for p, n in per_file.most_common(MAX_FILES)],
         "files_with_findings": len(per_file),
         "health": health,
         "verdict_total": verdict_total,
-        "grid": report.task_grid,
+        "grid": grid,
         "table_size": len(table),
         "table_left_out": max(len(report.findings) - MAX_TABLE, 0),
         "samples_count": len(report.samples),
         "data": script_json({
             "findings": table,
-            "samples": list(report.samples),
+            "samples": [{**sample, "path": shown(sample["path"])} for sample in report.samples],
             "claimColours": CLAIM_COLOURS,
             "severityColours": SEVERITY_COLOURS,
         }),
