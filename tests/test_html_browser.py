@@ -95,6 +95,10 @@ def _check_page(browser, page: Path, status: int, doc: dict, shots: Path, name: 
     assert dict(bars) == {code: entry["count"] for code, entry in summary["by_rule"].items()}
     assert _shown_rows(browser) == len(doc["findings"])
     browser.save_screenshot(str(shots / f"{name}.png"))
+    height = browser.execute_script("return document.documentElement.scrollHeight")
+    browser.set_window_size(1400, min(height + 140, 3000))
+    browser.save_screenshot(str(shots / f"{name}-full.png"))
+    browser.set_window_size(1400, 1000)
     assert _severe(browser) == []
 
 
@@ -187,8 +191,13 @@ def test_conflicts_report_draws_every_ledger(browser, tmp_path, shots):
         drawn += 1
         if sample["line"] == 1:  # two agents on one call
             assert conflicts == 1
-            browser.save_screenshot(str(shots / "drilldown.png"))
     assert drawn >= 6
+    # examples/broken.jsonl's line 10 (two agents, a verifier's call, an unmatched reference),
+    # opened at its ownership conflict.
+    rich = next(i for i, s in enumerate(samples) if s["line"] == 16)
+    pointer = next(f["pointer"] for f in samples[rich]["findings"] if f["name"] == "ownership-conflict")
+    browser.execute_script("window.trajlintOpenSample(arguments[0], arguments[1])", rich, pointer)
+    browser.save_screenshot(str(shots / "drilldown.png"))
     # Opening a row from the table highlights the finding's pointer in the row's JSON.
     target = next(f for f in doc["findings"] if f["line"] == 1 and f["pointer"])
     browser.find_element("id", "drill-close").click()

@@ -63,9 +63,10 @@ def _ledger(graph: dict[str, Any]) -> Iterator[str]:
             head += "  " + click.style("✗ " + text_line(str(call["conflict"])), fg="red", bold=True)
         yield head
         claims = edges.get(call["id"], [])
+        width = max((len(edge["kind"]) for edge in claims), default=0)
         for i, edge in enumerate(claims):
             branch = "└── " if i == len(claims) - 1 else "├── "
-            kind = click.style(f"{edge['kind']:<17}", fg=_KIND_COLOURS.get(edge["kind"]))
+            kind = click.style(edge["kind"].ljust(width), fg=_KIND_COLOURS.get(edge["kind"]))
             mark = click.style(" ✗", fg="red", bold=True) if edge["conflict"] else ""
             invalid = click.style(" (record fails its schema)", dim=True) if not edge["valid"] else ""
             yield (
