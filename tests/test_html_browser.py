@@ -79,7 +79,11 @@ def _severe(browser) -> list[dict]:
 
 
 def _shown_rows(browser) -> int:
-    return browser.execute_script("return document.querySelectorAll('#rows tr').length")
+    """How many findings match the filters; the table holds the first 200 of them until asked."""
+    matched = int(browser.find_element("id", "rows").get_attribute("data-matched"))
+    drawn = browser.execute_script("return document.querySelectorAll('#rows tr').length")
+    assert drawn == min(matched, 200)
+    return matched
 
 
 def _check_page(browser, page: Path, status: int, doc: dict, shots: Path, name: str) -> None:
@@ -94,6 +98,10 @@ def _check_page(browser, page: Path, status: int, doc: dict, shots: Path, name: 
     )
     assert dict(bars) == {code: entry["count"] for code, entry in summary["by_rule"].items()}
     assert _shown_rows(browser) == len(doc["findings"])
+    while browser.find_element("id", "rows-more").is_displayed():
+        browser.find_element("id", "rows-more").click()
+    assert browser.execute_script("return document.querySelectorAll('#rows tr').length") == len(doc["findings"])
+    browser.execute_script("window.scrollTo(0, 0)")
     browser.save_screenshot(str(shots / f"{name}.png"))
     height = browser.execute_script("return document.documentElement.scrollHeight")
     browser.set_window_size(1400, min(height + 140, 3000))

@@ -24,36 +24,54 @@
   data.findings.forEach(function (f) { if (!seen[f.path]) { seen[f.path] = true; files.push(f.path); } });
   files.sort().forEach(function (p) { var o = el("option", null, p); o.value = p; fFile.appendChild(o); });
 
+  // The table grows a page at a time: building thousands of rows up front would slow the
+  // page's opening for rows nobody scrolls to.
+  var PAGE = 200;
+  var matched = [], limit = PAGE;
+  var more = document.getElementById("rows-more");
+
+  function rowOf(f) {
+    var tr = el("tr");
+    tr.dataset.code = f.code;
+    tr.dataset.severity = f.severity;
+    tr.appendChild(el("td", null, f.sample !== null ? "▸" : ""));
+    var sevCell = el("td"); sevCell.appendChild(el("span", "sev " + f.severity, f.severity)); tr.appendChild(sevCell);
+    tr.appendChild(el("td", null, f.code + " " + f.name));
+    tr.appendChild(el("td", "loc", f.line ? f.path + ":" + f.line : f.path));
+    tr.appendChild(el("td", "msg", f.message));
+    tr.appendChild(el("td", "ptr", f.pointer));
+    if (f.sample !== null) {
+      tr.className = "openable";
+      tr.title = "open this row";
+      tr.addEventListener("click", function () { openSample(f.sample, f.pointer); });
+    }
+    return tr;
+  }
+
+  function fill() {
+    var frag = document.createDocumentFragment();
+    for (var i = rows.children.length; i < Math.min(limit, matched.length); i++) frag.appendChild(rowOf(matched[i]));
+    rows.appendChild(frag);
+    var left = matched.length - rows.children.length;
+    more.hidden = left <= 0;
+    more.textContent = "show " + Math.min(left, PAGE) + " more (" + left + " not shown)";
+  }
+
   function render() {
     var rule = fRule.value, sev = fSev.value, file = fFile.value, text = fText.value.toLowerCase();
-    var frag = document.createDocumentFragment();
-    var count = 0;
-    data.findings.forEach(function (f) {
-      if (rule && f.code !== rule) return;
-      if (sev && f.severity !== sev) return;
-      if (file && f.path !== file) return;
-      if (text && (f.code + " " + f.name + " " + f.message + " " + f.pointer + " " + f.path).toLowerCase().indexOf(text) < 0) return;
-      count += 1;
-      var tr = el("tr");
-      tr.dataset.code = f.code;
-      tr.dataset.severity = f.severity;
-      tr.appendChild(el("td", null, f.sample !== null ? "▸" : ""));
-      var sevCell = el("td"); sevCell.appendChild(el("span", "sev " + f.severity, f.severity)); tr.appendChild(sevCell);
-      tr.appendChild(el("td", null, f.code + " " + f.name));
-      tr.appendChild(el("td", "loc", f.line ? f.path + ":" + f.line : f.path));
-      tr.appendChild(el("td", "msg", f.message));
-      tr.appendChild(el("td", "ptr", f.pointer));
-      if (f.sample !== null) {
-        tr.className = "openable";
-        tr.title = "open this row";
-        tr.addEventListener("click", function () { openSample(f.sample, f.pointer); });
-      }
-      frag.appendChild(tr);
+    matched = data.findings.filter(function (f) {
+      if (rule && f.code !== rule) return false;
+      if (sev && f.severity !== sev) return false;
+      if (file && f.path !== file) return false;
+      return !text || (f.code + " " + f.name + " " + f.message + " " + f.pointer + " " + f.path).toLowerCase().indexOf(text) >= 0;
     });
+    rows.dataset.matched = matched.length;
     rows.textContent = "";
-    rows.appendChild(frag);
-    shown.textContent = count + " of " + data.findings.length + " shown";
+    limit = PAGE;
+    fill();
+    shown.textContent = matched.length + " of " + data.findings.length + " match";
   }
+  more.addEventListener("click", function () { limit += PAGE; fill(); });
   [fRule, fSev, fFile].forEach(function (s) { s.addEventListener("change", render); });
   fText.addEventListener("input", render);
   render();
