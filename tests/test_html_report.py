@@ -123,3 +123,25 @@ def test_cli_writes_samples_only_for_html(tmp_path):
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
     )
     assert piped.returncode == 1 and _data(piped.stdout)["samples"] == []
+
+
+def test_heat_map_has_a_cell_per_repeat_and_names_the_run():
+    from trajlint.report.health import task_grid
+
+    def summary(tasks):
+        return {"tasks": {t: {"repeats": sum(v), "healthy": v[0], "unhealthy": v[1], "unobserved": v[2],
+                              "flags": flags} for t, (v, flags) in tasks.items()}}
+
+    grid = task_grid([
+        ("runs/a.jsonl", summary({"0": ((2, 1, 0), []), "1": ((0, 3, 0), ["task_consistently_unhealthy"])})),
+        ("runs/b.jsonl", summary({"0": ((30, 0, 0), [])})),
+    ], max_repeats=24)
+    assert [(t["run"], t["task"]) for t in grid["tasks"]] == [("runs/a.jsonl", "1"), ("runs/a.jsonl", "0"), ("runs/b.jsonl", "0")]
+    numbers = {"rollouts": 36, "runs": 2, "verdicts": {"healthy": 32, "unhealthy": 4, "unobserved": 0},
+               "issues": {}, "tasks": {"total": 3, "flagged": 1}, "ignored_checks": []}
+    report = Report([], {**document.summary(Result()), "health": numbers}, (), task_grid=grid)
+    page = "".join(html.render(report))
+    heat = re.search(r'<svg class="heat".*?</svg>', page, re.S).group(0)
+    assert heat.count('class="cell"') == 3 + 3 + 24
+    assert "a.jsonl · 1 ⚑" in heat and "b.jsonl · 0" in heat and "+6" in heat
+    assert heat.count('fill="#d1242f"') == 4  # unhealthy

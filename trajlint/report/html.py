@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 from collections import Counter
 from collections.abc import Iterator
 from importlib import resources
@@ -71,7 +72,17 @@ def context(report: Report) -> dict[str, Any]:
 
     grid = report.task_grid
     if grid is not None:
-        grid = {**grid, "tasks": [{**t, "task": visible(t["task"]), "run": visible(t["run"])} for t in grid["tasks"]]}
+        several = len({t["run"] for t in grid["tasks"]}) > 1 or grid["tasks_left_out"] > 0
+
+        def label(t: dict[str, Any]) -> str:
+            # Task ids repeat from run to run (NeMo Gym numbers each run's tasks from 0).
+            text = f"{os.path.basename(t['run'])} · {t['task']}" if several else str(t["task"])
+            return visible(text if len(text) <= 40 else "…" + text[-39:])
+
+        grid = {
+            **grid,
+            "tasks": [{**t, "label": label(t), "task": visible(t["task"]), "run": visible(t["run"])} for t in grid["tasks"]],
+        }
     table = [
         {
             "code": f.code,
