@@ -42,6 +42,8 @@ def test_wheel_contains_schemas_and_rules(installed):
     assert {f"trajlint/data/rules/{n}" for n in rules} <= names
     assets = {p.name for p in (ROOT / "trajlint" / "report" / "html_assets").iterdir()}
     assert {f"trajlint/report/html_assets/{n}" for n in assets} <= names
+    # PEP 561: type checkers use the API's annotations only from a package marked as typed
+    assert {"trajlint/py.typed", "trajlint/__init__.pyi", "trajlint/api.py"} <= names
 
 
 @pytest.mark.slow

@@ -97,6 +97,17 @@ def _lint_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "and first rows (materialized inputs, reward profiles and task datasets are not linted as "
             "rollouts); `rollouts` lints them all as rollouts. [default: auto]",
         ),
+        click.option(
+            "--no-cache",
+            is_flag=True,
+            help="Check every file, reading and writing no cached result (also TRAJLINT_NO_CACHE=1).",
+        ),
+        click.option(
+            "--cache-dir",
+            metavar="DIR",
+            help="Keep cached results here (also TRAJLINT_CACHE_DIR, `cache-dir`). "
+            "[default: .trajlint_cache in the project root]",
+        ),
     ]
     for option in reversed(options):
         fn = option(fn)

@@ -42,6 +42,7 @@ KEYS = (
     "run-groups",
     "file-kind",
     "file-kinds",
+    "cache-dir",
 )
 RUN_MODES = ("file", "directory", "all")
 
@@ -135,6 +136,8 @@ def _check(key: str, value: Any) -> str | None:
         return None if ok else f"must be a number of processes (0: one per usable core), not {value!r}"
     if key == "baseline":
         return None if isinstance(value, str) and value else "must be the path of a baseline file"
+    if key == "cache-dir":
+        return None if isinstance(value, str) and value else "must be the path of a directory"
     if key == "runs":
         ok = isinstance(value, str) and value in RUN_MODES
         return None if ok else f"must be one of {', '.join(RUN_MODES)}, not {value!r}"
@@ -168,8 +171,9 @@ def load(path: Path) -> FileConfig:
         if problem:
             raise ConfigError(f"{config.where(key)}: {problem}")
     values = dict(table)
-    if "baseline" in values:
-        values["baseline"] = os.path.join(config.directory, values["baseline"])
+    for key in ("baseline", "cache-dir"):  # relative to the file's directory
+        if key in values:
+            values[key] = os.path.join(config.directory, values[key])
     return FileConfig(config.path, values)
 
 
@@ -212,6 +216,7 @@ def resolve(config: FileConfig, overrides: Mapping[str, Any]) -> dict[str, Setti
         "show-availability": False,
         "file-kind": AUTO,
         "file-kinds": {},
+        "cache-dir": None,
     }
     settings: dict[str, Setting] = {}
     for key, default in defaults.items():

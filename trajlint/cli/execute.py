@@ -35,6 +35,8 @@ class LintOptions:
     run_group: tuple[str, ...] = ()
     file_kind: str | None = None
     show_settings: bool = False
+    no_cache: bool = False
+    cache_dir: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,17 +54,31 @@ class CheckRequest:
     show_files: bool = False
     baseline: str | None = None
     health_report: str | None = None
+    #: What `-` reads instead of standard input (the API's rows in memory).
+    stdin: Any = None
 
 
-def check(r: CheckRequest) -> int:
-    """Read, check, report and write; the exit status."""
-    import dataclasses
-    import os
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """What one `check` found, before anything is written: the report every format renders, the
+    check stage's result, how the baseline was used, and the exit status the run ends with."""
 
-    from trajlint.check import select as selection
-    from trajlint.read import Unreadable
-    from trajlint.report import document, formats, health
-    from trajlint.report import write as report_outputs
+    report: Any
+    result: Any
+    baseline: dict[str, Any] | None
+    exit_status: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Setup:
+    found: Any
+    settings: dict[str, Any]
+    rules: dict[str, Any]
+    ignores: list[Any]
+    known: Any
+
+
+def _check_setup(r: CheckRequest) -> _Setup:
     from trajlint.report.baseline import Baseline, BaselineError
 
     found, settings, rules, ignores = _lint_setup(
@@ -73,10 +89,71 @@ def check(r: CheckRequest) -> int:
         known = Baseline.load(settings["baseline"].value) if settings["baseline"].value else None
     except BaselineError as exc:
         raise Failure(str(exc)) from None
+    return _Setup(found, settings, rules, ignores, known)
+
+
+def checked(r: CheckRequest) -> Checked:
+    """Read and check what `r` names and build its report, writing nothing: `check` without the
+    outputs (what `trajlint.api` calls)."""
+    setup = _check_setup(r)
+    return _checked(r, setup, _sources(r.lint.paths, r.stdin))
+
+
+def _checked(r: CheckRequest, setup: _Setup, sources: list[Any]) -> Checked:
+    import os
+
+    from trajlint.check import select as selection
+    from trajlint.report import document, formats, health
+
+    settings = setup.settings
+    result = _check(
+        sources, setup.rules, setup.found, settings, health_report=r.health_report is not None, no_cache=r.lint.no_cache
+    )
+    findings = selection.drop_ignored(result.findings, setup.ignores)
+    baseline_use = None
+    if setup.known is not None:
+        findings, baseline_use = setup.known.apply(findings)
+    # A format that shows rows (the HTML report) gets a bounded sample of them, read again now.
+    drilldown = any(formats.FORMATS[o.format].samples for o in r.outputs)
+    listed, _ = document.listed(findings, settings["show-availability"].value)
+    report = document.build(
+        result,
+        setup.rules.values(),
+        findings=findings,
+        files=[source.path for source in sources],
+        root=os.getcwd(),
+        baseline=baseline_use,
+        health=health.report_numbers([h.summary for _, h in result.health]) if result.health is not None else None,
+        show_availability=settings["show-availability"].value,
+        fail_level=settings["fail-level"].value,
+        samples=_samples(listed, settings) if drilldown else (),
+        task_grid=health.task_grid([(name, h.summary) for name, h in result.health])
+        if drilldown and result.health is not None
+        else None,
+    )
+    status = exit_status(
+        report.findings,
+        fail_level=settings["fail-level"].value,
+        internal_errors=result.internal_errors,
+        exit_zero=r.exit_zero,
+    )
+    return Checked(report, result, baseline_use, status)
+
+
+def check(r: CheckRequest) -> int:
+    """Read, check, report and write; the exit status."""
+    import dataclasses
+    import os
+
+    from trajlint.read import Unreadable
+    from trajlint.report import formats, health
+    from trajlint.report import write as report_outputs
+
+    setup = _check_setup(r)
     outputs = r.outputs
     if r.output_file is not None:
         outputs = [dataclasses.replace(o, path=r.output_file) if o.path is None else o for o in outputs]
-    sources = _sources(r.lint.paths)
+    sources = _sources(r.lint.paths, r.stdin)
     inputs = [source.path for source in sources]
     if r.show_files:
         from trajlint.report.document import displayable
@@ -93,28 +170,8 @@ def check(r: CheckRequest) -> int:
     if problem:
         raise click.UsageError(problem)
 
-    result = _check(sources, rules, found, settings, health_report=r.health_report is not None)
-    findings = selection.drop_ignored(result.findings, ignores)
-    baseline_use = None
-    if known is not None:
-        findings, baseline_use = known.apply(findings)
-    drilldown = any(formats.FORMATS[o.format].samples for o in outputs)
-    listed, _ = document.listed(findings, settings["show-availability"].value)
-    report = document.build(
-        result,
-        rules.values(),
-        findings=findings,
-        files=inputs,
-        root=os.getcwd(),
-        baseline=baseline_use,
-        health=health.report_numbers([h.summary for _, h in result.health]) if result.health is not None else None,
-        show_availability=settings["show-availability"].value,
-        fail_level=settings["fail-level"].value,
-        samples=_samples(listed, settings) if drilldown else (),
-        task_grid=health.task_grid([(name, h.summary) for name, h in result.health])
-        if drilldown and result.health is not None
-        else None,
-    )
+    done = _checked(r, setup, sources)
+    report, result, baseline_use = done.report, done.result, done.baseline
     if r.health_report is not None:
         try:
             written = health.write_reports(r.health_report, result.health)
@@ -158,14 +215,7 @@ def check(r: CheckRequest) -> int:
         )
     if result.internal_errors:
         click.echo(f"trajlint: {internal_error_line(result.findings, result.internal_errors)}", err=True)
-    return exit_status(
-        report.findings,
-        fail_level=settings["fail-level"].value,
-        internal_errors=result.internal_errors,
-        exit_zero=r.exit_zero,
-    )
-
-
+    return done.exit_status
 
 
 def _samples(findings: Any, settings: dict[str, Any]) -> Any:
@@ -249,7 +299,7 @@ def record_baseline(lint: LintOptions, output: str | None) -> int:
     problem = report_outputs.problem([formats.Output("json", path)], [s.path for s in sources])
     if problem:
         raise click.UsageError(problem)
-    result = _check(sources, rules, found, settings)
+    result = _check(sources, rules, found, settings, no_cache=lint.no_cache)
     if result.internal_errors:
         raise Failure(f"{internal_error_line(result.findings, result.internal_errors)}; {path} was not written")
     # The findings `check` would list with this configuration: a baseline of what it hides
@@ -312,7 +362,7 @@ def build(paths: tuple[str, ...], output: str | None, trajectory_only: bool, max
 
 
 
-def _sources(paths: tuple[str, ...]) -> list[Any]:
+def _sources(paths: tuple[str, ...], stdin: Any = None) -> list[Any]:
     """The inputs, expanded, with paths in normal form (`./a/../b.jsonl` is `b.jsonl`), so one
     file is always spelled the same in reports and in baseline keys."""
     import dataclasses
@@ -323,20 +373,29 @@ def _sources(paths: tuple[str, ...]) -> list[Any]:
     return [
         # normpath("") is ".", which exists: an empty argument is reported as itself
         source if source.path in ("-", "") else dataclasses.replace(source, path=os.path.normpath(source.path))
-        for source in iter_sources(list(paths) or ["."])
+        for source in iter_sources(list(paths) or ["."], stdin=stdin)
     ]
 
 
 
-def _check(sources: list[Any], rules: dict[str, Any], found: Any, settings: dict[str, Any], *, health_report: bool = False) -> Any:
+def _check(
+    sources: list[Any],
+    rules: dict[str, Any],
+    found: Any,
+    settings: dict[str, Any],
+    *,
+    health_report: bool = False,
+    no_cache: bool = False,
+) -> Any:
     """The check stage's run with this invocation's settings; a lost worker is one line, exit 2."""
+    from trajlint.check.cache import cached_run
     from trajlint.check.parallel import WorkerLost
-    from trajlint.check.run import run
 
     try:
-        return run(
+        return cached_run(
             sources,
             rules,
+            cache=None if no_cache else _cache(found, settings),
             max_row_bytes=settings["max-row-bytes"].value,
             jobs=_jobs(settings),
             health_report=health_report,
@@ -345,6 +404,20 @@ def _check(sources: list[Any], rules: dict[str, Any], found: Any, settings: dict
         )
     except WorkerLost as exc:
         raise Failure(str(exc)) from None
+
+
+def _cache(found: Any, settings: dict[str, Any]) -> Any:
+    """The result cache (`--cache-dir`, `TRAJLINT_CACHE_DIR`, `cache-dir`, `.trajlint_cache` in
+    the project root), or None when `TRAJLINT_NO_CACHE` is set."""
+    from trajlint.check import cache
+
+    if cache.disabled_by_environment():
+        return None
+    setting = settings["cache-dir"]
+    given = setting.value if setting.origin.startswith("--") else None
+    configured = setting.value if given is None else None
+    root = str(found.path.parent) if found.path is not None else None
+    return cache.ResultCache(cache.resolve_directory(given, configured, root))
 
 
 def _runs(settings: dict[str, Any]) -> Any:
@@ -395,7 +468,7 @@ def _lint_setup(
         raise click.UsageError("--isolated reads no configuration file; leave out --config")
     if options.profile is not None and options.profile not in selection.PROFILES:
         raise click.BadParameter(
-            f"{options['profile']!r} is not one of {', '.join(selection.PROFILES)}", param_hint="--profile"
+            f"{options.profile!r} is not one of {', '.join(selection.PROFILES)}", param_hint="--profile"
         )
     cli = {
         key: selection.split(getattr(options, key.replace("-", "_"))) if getattr(options, key.replace("-", "_")) else None
@@ -412,6 +485,7 @@ def _lint_setup(
                 "runs": options.runs,
                 "run-groups": list(options.run_group) or None,
                 "file-kind": options.file_kind,
+                "cache-dir": options.cache_dir,
                 **overrides,
             },
         )
