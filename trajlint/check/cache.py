@@ -32,7 +32,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +41,7 @@ from typing import Any
 from trajlint import __version__
 from trajlint.check import kinds
 from trajlint.check.engine import Coverage, Result
+from trajlint.check.executor import Executor
 from trajlint.check.registry import RuleSpec
 from trajlint.check.run import RunPlan, run
 from trajlint.findings import Finding, Location, Rollout
@@ -223,8 +224,13 @@ def cached_run(
     health_report: bool = False,
     runs: RunPlan | None = None,
     file_kinds: kinds.Given | None = None,
+    progress: Callable[[Any, Any], None] | None = None,
+    executor: Executor | None = None,
 ) -> Result:
     """`check.run.run`, with each run's result taken from `cache` when its entry is there.
+
+    With an `executor` other than the local pool (a Ray cluster) nothing is cached: hashing the
+    inputs would read every byte here, which is what handing them to the cluster avoids.
 
     Without a cache, or with `health_report` (NeMo Gym's report needs every row's verdict, which
     no entry keeps), this is `run` itself. Otherwise each run that misses is checked by `run` on
@@ -234,8 +240,18 @@ def cached_run(
     """
     sources = list(sources)
     runs = runs or RunPlan()
-    if cache is None or health_report or not sources:
-        return run(sources, rules, max_row_bytes=max_row_bytes, jobs=jobs, health_report=health_report, runs=runs, file_kinds=file_kinds)
+    if cache is None or health_report or not sources or executor is not None:
+        return run(
+            sources,
+            rules,
+            max_row_bytes=max_row_bytes,
+            jobs=jobs,
+            health_report=health_report,
+            runs=runs,
+            file_kinds=file_kinds,
+            progress=progress,
+            executor=executor,
+        )
     groups: dict[str, list[Source | Unreadable]] = {}  # run name -> its inputs, in input order
     for source in sources:
         groups.setdefault(runs.run_of(source.path), []).append(source)
@@ -258,7 +274,9 @@ def cached_run(
         if part is not None:
             parts[name] = part
     missing = [name for name in groups if name not in parts]
-    parts.update(_check_runs({name: groups[name] for name in missing}, rules, max_row_bytes, jobs, runs, file_kinds))
+    parts.update(
+        _check_runs({name: groups[name] for name in missing}, rules, max_row_bytes, jobs, runs, file_kinds, progress)
+    )
     fresh = [name for name in missing if name in keys and not parts[name].internal_errors]
     if fresh:
         # Stored only if every file still holds what was hashed before it was checked.
@@ -277,8 +295,9 @@ def _check_runs(
     jobs: int,
     runs: RunPlan,
     file_kinds: kinds.Given | None,
+    progress: Callable[[Any, Any], None] | None = None,
 ) -> dict[str, Result]:
-    """Each run's result, checked on its own."""
+    """Each run's result, checked on its own (`progress` hears of the runs checked here)."""
     from trajlint.check import parallel
 
     settings = dict(max_row_bytes=max_row_bytes, runs=runs, file_kinds=file_kinds)
@@ -291,7 +310,7 @@ def _check_runs(
     results: dict[str, Result] = {}
     for name, members in groups.items():
         if name not in small or jobs < 2 or len(small) < 2:
-            results[name] = run(members, rules, jobs=jobs, **settings)  # type: ignore[arg-type]
+            results[name] = run(members, rules, jobs=jobs, progress=progress, **settings)  # type: ignore[arg-type]
     small = [name for name in small if name not in results]
     if small and parallel._context().get_start_method() != "fork":  # the rules reach workers by fork
         results.update({name: run(groups[name], rules, jobs=1, **settings) for name in small})  # type: ignore[arg-type]
