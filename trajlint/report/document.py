@@ -54,6 +54,11 @@ class Report:
     #: The configuration file in force (found walking up from the working directory, or named
     #: with --config), or None: what decided the rules, severities and ignores of this report.
     configuration: str | None = None
+    #: Rows findings point at, read again after the run and built (`check.samples`), for the
+    #: formats that let a reader open a row; bounded, and empty unless such a format is written.
+    samples: tuple[dict[str, Any], ...] = ()
+    #: Rollout health per task and repeat (`health.task_grid`), bounded; None without health.
+    task_grid: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         # Every format writes text that must encode as UTF-8; a file name that is not UTF-8
@@ -183,6 +188,8 @@ def build(
     show_availability: bool = False,
     fail_level: str = "error",
     configuration: str | None = None,
+    samples: tuple[dict[str, Any], ...] = (),
+    task_grid: dict[str, Any] | None = None,
 ) -> Report:
     """The plain data every format renders: the findings that are reported and their summary.
 
@@ -199,6 +206,8 @@ def build(
         root=root,
         fail_level=fail_level,
         configuration=configuration,
+        samples=samples,
+        task_grid=task_grid,
     )
 
 
