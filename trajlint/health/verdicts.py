@@ -276,14 +276,14 @@ class HealthRun:
             for check in outcome.flags:
                 yield self.task_rules[check], entry.first, entry.rollout, "", flag_message(check, outcome)
 
-    def finish(self, findings: Iterable[Finding]) -> dict[str, Any]:
-        """Fold in the lines that never became rows and reduce the tasks; returns the summary."""
+    def finish(self, lines: Iterable[Finding | tuple[str, int, str]]) -> dict[str, Any]:
+        """Fold in the lines that never became rows (findings, or their (path, line, rule
+        name)) and reduce the tasks; returns the summary."""
+        places = ((f.path, f.line, f.name) if isinstance(f, Finding) else f for f in lines)
         unreadable = sorted(
-            (
-                (self.inputs[f.path], f.line, f.path, f.name)
-                for f in findings
-                if f.name in _UNREADABLE and f.path in self.inputs
-            ),
+            (self.inputs[path], line, path, name)
+            for path, line, name in places
+            if name in _UNREADABLE and path in self.inputs
         )
         self._resolve_ordinals([(k, line) for k, line, _, _ in unreadable])
         for k, line, path, name in unreadable:
