@@ -80,7 +80,7 @@ def main() -> int:
     env = {**os.environ, "PYTHONPATH": options.trajlint}
     extra = shlex.split(options.args)
     print(f"trajlint: {options.trajlint}  args: {' '.join(extra) or '(defaults)'}")
-    print(f"| input | size | wall s | largest process MiB | all processes MiB | exit | time / (10 x previous) |")
+    print("| input | size | wall s | largest process MiB | all processes MiB | exit | time / (10 x previous) |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for family, counts, make in (("clean rows", sizes(options.clean), clean_file), ("invalid lines (gz)", sizes(options.invalid), invalid_file)):
         previous = None

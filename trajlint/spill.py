@@ -65,7 +65,7 @@ class _Disk:
         if self._file is None:
             import tempfile
 
-            self._file = tempfile.TemporaryFile()
+            self._file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by `close`
         offset = self._end
         os.pwrite(self._file.fileno(), data, offset)
         self._end += len(data)
@@ -139,6 +139,17 @@ class Packed(Generic[T]):
     def __bool__(self) -> bool:
         return self._length > 0
 
+    def __getitem__(self, index: int | slice) -> Any:
+        return _item(self, index)
+
+    def __eq__(self, other: object) -> Any:
+        return _equal(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Packed({list(self)!r})"
+
     def __iter__(self) -> Iterator[T]:
         blocks, tail = list(self._blocks), list(self._tail)  # what is there now
         for block in blocks:
@@ -193,6 +204,17 @@ class Sorted(Generic[T]):
     def __bool__(self) -> bool:
         return self._seq > 0
 
+    def __getitem__(self, index: int | slice) -> Any:
+        return _item(self, index)
+
+    def __eq__(self, other: object) -> Any:
+        return _equal(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Sorted({list(self)!r})"
+
     def __iter__(self) -> Iterator[T]:
         chunk = sorted(self._chunk, key=_head)
         for _, _, item in heapq.merge(*self._runs, chunk, key=_head):
@@ -201,6 +223,28 @@ class Sorted(Generic[T]):
     def close(self) -> None:
         self._chunk, self._runs = [], []
         self._disk.close()
+
+
+def _item(seq: Iterable[T], index: int | slice) -> Any:
+    """`seq[index]` by reading it (for a few items, or a test): no random access is kept."""
+    import itertools
+
+    if isinstance(index, slice):
+        if (index.start or 0) < 0 or (index.stop or 0) < 0 or index.step not in (None, 1):
+            return list(seq)[index]
+        return list(itertools.islice(seq, index.start, index.stop))
+    if index < 0:
+        return list(seq)[index]
+    try:
+        return next(itertools.islice(seq, index, None))
+    except StopIteration:
+        raise IndexError(index) from None
+
+
+def _equal(seq: Iterable[T], other: Any) -> Any:
+    if isinstance(other, (list, tuple, Packed, Sorted)):
+        return list(seq) == list(other)
+    return NotImplemented
 
 
 def _head(entry: tuple[Any, int, Any]) -> tuple[Any, int]:

@@ -23,6 +23,7 @@ from trajlint.findings import SEVERITIES
 from trajlint.read import DEFAULT_MAX_ROW_BYTES
 
 DEFAULT_FAIL_LEVEL = "error"
+DEFAULT_MAX_FINDINGS_PER_RUN = 1_000_000  # as `report.document.MAX_FINDINGS_PER_RUN`
 
 PYPROJECT = "pyproject.toml"
 TRAJLINT_TOML = "trajlint.toml"
@@ -42,6 +43,7 @@ KEYS = (
     "run-groups",
     "file-kind",
     "file-kinds",
+    "max-findings-per-run",
 )
 RUN_MODES = ("file", "directory", "all")
 
@@ -130,6 +132,9 @@ def _check(key: str, value: Any) -> str | None:
     if key == "max-row-bytes":
         ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
         return None if ok else f"must be a positive integer (bytes), not {value!r}"
+    if key == "max-findings-per-run":
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        return None if ok else f"must be a number of findings (0: no limit), not {value!r}"
     if key == "jobs":
         ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
         return None if ok else f"must be a number of processes (0: one per usable core), not {value!r}"
@@ -212,6 +217,7 @@ def resolve(config: FileConfig, overrides: Mapping[str, Any]) -> dict[str, Setti
         "show-availability": False,
         "file-kind": AUTO,
         "file-kinds": {},
+        "max-findings-per-run": DEFAULT_MAX_FINDINGS_PER_RUN,
     }
     settings: dict[str, Setting] = {}
     for key, default in defaults.items():

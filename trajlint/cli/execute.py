@@ -52,6 +52,7 @@ class CheckRequest:
     show_files: bool = False
     baseline: str | None = None
     health_report: str | None = None
+    max_findings_per_run: int | None = None
 
 
 def check(r: CheckRequest) -> int:
@@ -67,7 +68,12 @@ def check(r: CheckRequest) -> int:
 
     found, settings, rules, ignores = _lint_setup(
         r.lint,
-        {"fail-level": r.fail_level, "baseline": r.baseline, "show-availability": r.show_availability or None},
+        {
+            "fail-level": r.fail_level,
+            "baseline": r.baseline,
+            "show-availability": r.show_availability or None,
+            "max-findings-per-run": r.max_findings_per_run,
+        },
     )
     try:
         known = Baseline.load(settings["baseline"].value) if settings["baseline"].value else None
@@ -108,6 +114,8 @@ def check(r: CheckRequest) -> int:
         health=health.report_numbers([h.summary for _, h in result.health]) if result.health is not None else None,
         show_availability=settings["show-availability"].value,
         fail_level=settings["fail-level"].value,
+        max_per_run=settings["max-findings-per-run"].value,
+        run_of=_runs(settings).run_of,
     )
     if r.health_report is not None:
         try:
@@ -153,7 +161,8 @@ def check(r: CheckRequest) -> int:
     if result.internal_errors:
         click.echo(f"trajlint: {internal_error_line(result.findings, result.internal_errors)}", err=True)
     return exit_status(
-        report.findings,
+        (),
+        failing=document.failing(report, settings["fail-level"].value),
         fail_level=settings["fail-level"].value,
         internal_errors=result.internal_errors,
         exit_zero=r.exit_zero,
