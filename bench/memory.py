@@ -87,7 +87,8 @@ def main() -> int:
         for count in counts:
             path = make(count)
             argv = [sys.executable, "-m", "trajlint", "check", "--isolated", "-q", *extra, str(path)]
-            m = measure.run(argv, env=env, cwd=ROOT)
+            # Run from the inputs' directory: `-m` puts the working directory first on the path.
+            m = measure.run(argv, env=env, cwd=OUT)
             ratio = f"{m.wall_s / (10 * previous):.2f}" if previous else ""
             tree = f"{m.tree_rss_mib:.0f}" if m.tree_rss_mib is not None else "n/a"
             print(f"| {family} | {count:.0e} | {m.wall_s:.1f} | {m.peak_rss_mib:.0f} | {tree} | {m.returncode} | {ratio} |", flush=True)

@@ -61,7 +61,7 @@ def test_packed_goes_to_disk_past_its_budget_and_pickles_whole(monkeypatch):
 
 
 def test_sort_key_groups_as_dict_keys_do():
-    from trajlint.check.rules.identity import sort_key
+    from trajlint.spill import key_bytes as sort_key
 
     assert sort_key((None, 1, 0)) == sort_key((None, 1.0, False))
     assert sort_key((None, 1, 0)) != sort_key((None, "1", 0))

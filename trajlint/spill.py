@@ -247,5 +247,33 @@ def _equal(seq: Iterable[T], other: Any) -> Any:
     return NotImplemented
 
 
+def key_bytes(key: tuple[Any, ...]) -> bytes:
+    """Bytes that order grouping keys: equal exactly when the keys are equal as dict keys
+    (`1`, `1.0` and `True` are one key, as in a dict), whatever their types."""
+    return b"".join(_part(value) for value in key)
+
+
+def _part(value: Any) -> bytes:
+    if value is None:
+        tag, data = b"n", b""
+    elif isinstance(value, (int, float)):
+        if isinstance(value, float) and not value.is_integer():
+            if value != value:  # NaN: equal to nothing, not even another NaN
+                import uuid
+
+                tag, data = b"N", uuid.uuid4().bytes
+            else:
+                tag, data = b"f", repr(value).encode()
+        else:
+            tag, data = b"i", str(int(value)).encode()
+    elif isinstance(value, str):
+        tag, data = b"s", value.encode("utf-8", "surrogatepass")
+    elif isinstance(value, bytes):
+        tag, data = b"b", value
+    else:
+        tag, data = b"r", repr(value).encode("utf-8", "backslashreplace")
+    return tag + len(data).to_bytes(8, "big") + data
+
+
 def _head(entry: tuple[Any, int, Any]) -> tuple[Any, int]:
     return entry[0], entry[1]

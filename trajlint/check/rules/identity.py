@@ -17,7 +17,7 @@ from trajlint.pointer import child
 from trajlint.row import walk
 from trajlint.row.sections import CAPTURE, STATED
 from trajlint.row.values import hashable
-from trajlint.spill import Sorted
+from trajlint.spill import Sorted, key_bytes
 
 
 @run_rule("duplicate-rollout-identity", reads=["row"])
@@ -45,7 +45,7 @@ class DuplicateRolloutIdentity:
 
     def absorb(self, location: Location, digest: tuple[tuple[Any, Any, Any], Rollout | None]) -> None:
         key, identity = digest
-        self._rows.append((sort_key(key), key, location.path, location.line, identity))
+        self._rows.append((key_bytes(key), key, location.path, location.line, identity))
 
     def finish(self) -> Iterator[tuple[Location, Rollout | None, Violation]]:
         try:
@@ -106,7 +106,7 @@ class SharedCaptureKey:
 
     def absorb(self, location: Location, digest: tuple[Any, str, Any]) -> None:
         stage, key, rollout = digest
-        self._rows.append((sort_key((stage, key)), key, location.path, location.line, rollout))
+        self._rows.append((key_bytes((stage, key)), key, location.path, location.line, rollout))
 
     def finish(self) -> Iterator[tuple[Location, Rollout | None, Violation]]:
         try:
@@ -143,34 +143,6 @@ class SharedCaptureKey:
 
 def _first(entry: tuple[Any, ...]) -> Any:
     return entry[0]
-
-
-def sort_key(key: tuple[Any, ...]) -> bytes:
-    """Bytes that order grouping keys: equal exactly when the keys are equal as dict keys
-    (`1`, `1.0` and `True` are one key, as in a dict), whatever their types."""
-    return b"".join(_part(value) for value in key)
-
-
-def _part(value: Any) -> bytes:
-    if value is None:
-        tag, data = b"n", b""
-    elif isinstance(value, (int, float)):
-        if isinstance(value, float) and not value.is_integer():
-            if value != value:  # NaN: equal to nothing, not even another NaN
-                import uuid
-
-                tag, data = b"N", uuid.uuid4().bytes
-            else:
-                tag, data = b"f", repr(value).encode()
-        else:
-            tag, data = b"i", str(int(value)).encode()
-    elif isinstance(value, str):
-        tag, data = b"s", value.encode("utf-8", "surrogatepass")
-    elif isinstance(value, bytes):
-        tag, data = b"b", value
-    else:
-        tag, data = b"r", repr(value).encode("utf-8", "backslashreplace")
-    return tag + len(data).to_bytes(8, "big") + data
 
 
 def _index_text(value: Any) -> str:
