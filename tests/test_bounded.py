@@ -80,6 +80,7 @@ def _inputs(tmp_path: Path) -> list[str]:
     `--jobs 2` checks it in workers."""
     rows = [json.dumps({"_ng_task_index": i % 7, "_ng_rollout_index": i % 3, "reward": 1.0}) for i in range(60)]
     rows += ["x", "[1]", "{", '{"_ng_task_index": 1, "_ng_rollout_index": 0, "_ng_rollout_id": "k"}']
+    rows += ['{"_ng_rollout_index": 0, "reward": 0.5}', '{"_ng_task_index": "10", "reward": 1.0}']  # by position; by text
     rows += ['{"_ng_task_index": 2, "_ng_rollout_index": 0, "_ng_rollout_id": "k"}']
     plain = tmp_path / "a.jsonl"
     plain.write_text("\n".join(rows) + "\n")
@@ -106,12 +107,17 @@ def test_every_format_is_byte_identical_with_spilling_and_any_jobs(tmp_path):
         out = tmp_path / label
         out.mkdir()
         args = [o.replace("{}", label + "/r") for o in outputs]
+        args += ["--health-report", str(out / "health")]
         done = _check([*args, "--jobs", jobs, "--show-availability", "--runs", "all", *inputs], env, tmp_path)
         assert done.returncode == 1, done.stderr
         reports[label] = {name: (out / f"r.{name}").read_bytes() for name in FORMATS}
+        for name in ("quality_summary.json", "rollout_verdicts.jsonl"):
+            reports[label][name] = (out / "health" / name).read_bytes()
     for label in ("spilled", "spilled-2", "memory-2"):
-        for name in FORMATS:
+        for name in reports["memory"]:
             assert reports[label][name] == reports["memory"][name], (label, name)
+    tasks = json.loads(reports["memory"]["quality_summary.json"])["tasks"]
+    assert len(tasks) > 2  # more than the tiny budget: the summary's tasks were written from disk
     doc = json.loads(reports["memory"]["json"])
     codes = {f["code"] for f in doc["findings"]}
     assert {"TL002", "TL401", "TL411"} <= codes  # the run-level rules spilled too
@@ -218,3 +224,26 @@ def test_running_out_of_memory_ends_the_run_with_one_line_and_exit_2(tmp_path, j
     assert done.returncode == 2
     lines = done.stderr.decode().splitlines()
     assert len(lines) == 1 and lines[0].startswith("trajlint: out of memory:"), lines
+
+
+def test_task_table_reads_back_in_both_orders_from_disk(monkeypatch):
+    from trajlint.findings import Location
+    from trajlint.health.tasks import TaskRepeats
+
+    def fill(repeats):
+        for n, task in enumerate([3, "b", 1, 3, "a", 1.0, 2, "b", 10]):
+            repeats.add(task, n % 2, "healthy", first=Location("f", n), rollout=None,
+                        policy_calls_observed=True, successful=n % 3 == 0)
+        return repeats
+
+    from trajlint.health.verdicts import _task_order
+
+    memory = fill(TaskRepeats(order=_task_order))
+    monkeypatch.setenv("TRAJLINT_SPILL_ITEMS", "2")
+    spilled = fill(TaskRepeats(order=_task_order))
+    assert spilled.tasks.spilled and not memory.tasks.spilled
+    assert list(spilled.tasks.items()) == list(memory.tasks.items())
+    assert list(spilled.tasks.ordered()) == list(memory.tasks.ordered())
+    assert [t for t, _ in memory.tasks.ordered()][:3] == [1, 10, 2]  # 1.0 is the task 1
+    assert len(spilled.tasks) == len(memory.tasks) == 6
+    assert spilled.outcome(3) == memory.outcome(3) and spilled.copies(1, 1) == memory.copies(1, 1)
