@@ -10,7 +10,9 @@ Two families, each at growing sizes:
 Each run is `python -m trajlint check --isolated -q FILE` (default `--jobs`) in a child process
 of its own (`measure.run`): the largest single process's peak RSS from the kernel, the sum over
 the process tree sampled from /proc, and the wall time. The last column is the time of a size
-divided by 10x the time of the size before it: about 1.0 is linear. It asserts nothing.
+divided by 10x the time of the size before it, for wall and for CPU time (user + system, every
+process; on a busy machine the wall time measures the load): about 1.0 is linear. It asserts
+nothing.
 
     python bench/memory.py                                  # clean 1e5,1e6; invalid 1e6
     python bench/memory.py --clean 1e5,1e6,1e7 --invalid 1e6,1e7
@@ -89,12 +91,17 @@ def main() -> int:
             argv = [sys.executable, "-m", "trajlint", "check", "--isolated", "-q", *extra, str(path)]
             # Run from the inputs' directory: `-m` puts the working directory first on the path.
             m = measure.run(argv, env=env, cwd=OUT)
-            ratio = f"{m.wall_s / (10 * previous):.2f}" if previous else ""
+            ratio = f"{m.wall_s / (10 * previous[0]):.2f}" if previous else ""
+            cpu_ratio = f"{m.cpu_s / (10 * previous[1]):.2f}" if previous else ""
             tree = f"{m.tree_rss_mib:.0f}" if m.tree_rss_mib is not None else "n/a"
-            print(f"| {family} | {count:.0e} | {m.wall_s:.1f} | {m.peak_rss_mib:.0f} | {tree} | {m.returncode} | {ratio} |", flush=True)
+            print(
+                f"| {family} | {count:.0e} | {m.wall_s:.1f} | {m.cpu_s:.1f} | {m.peak_rss_mib:.0f} | {tree} | "
+                f"{m.returncode} | {ratio} | {cpu_ratio} |",
+                flush=True,
+            )
             if m.returncode not in (0, 1):
                 print(f"  stderr: {m.stderr_tail.strip().splitlines()[-1:]}")
-            previous = m.wall_s
+            previous = (m.wall_s, m.cpu_s)
     return 0
 
 
