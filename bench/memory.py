@@ -82,8 +82,11 @@ def main() -> int:
     env = {**os.environ, "PYTHONPATH": options.trajlint}
     extra = shlex.split(options.args)
     print(f"trajlint: {options.trajlint}  args: {' '.join(extra) or '(defaults)'}")
-    print("| input | size | wall s | largest process MiB | all processes MiB | exit | time / (10 x previous) |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| input | size | wall s | CPU s | largest process MiB | all processes MiB | exit "
+        "| wall / (10 x previous) | CPU / (10 x previous) |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for family, counts, make in (("clean rows", sizes(options.clean), clean_file), ("invalid lines (gz)", sizes(options.invalid), invalid_file)):
         previous = None
         for count in counts:
