@@ -32,7 +32,12 @@ def _fingerprint(identity: str, repeat: int) -> str:
     return hashlib.md5(raw, usedforsecurity=False).hexdigest()
 
 
-def issues(report: Report) -> Iterator[dict[str, Any]]:
+def issues(report: Report) -> list[dict[str, Any]]:
+    return list(_issues(report))
+
+
+def _issues(report: Report) -> Iterator[dict[str, Any]]:
+    """The issues one at a time (`render` never holds them all)."""
     for f, repeat in zip(report.findings, _repeats(report.findings)):
         pointer = f" [{f.pointer}]" if f.pointer else ""
         yield {
@@ -70,5 +75,5 @@ def _repeats(findings: Iterable[Finding]) -> Iterator[int]:
 def render(report: Report) -> Iterator[str]:
     from trajlint.report.json import indented_array
 
-    yield from indented_array(issues(report), 0)
+    yield from indented_array(_issues(report), 0)
     yield "\n"
