@@ -178,6 +178,13 @@ class Sorted(Generic[T]):
         for item in items:
             self.append(item)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # What crosses to another process: the items in order (a worker's run is sent whole).
+        return {"key": self._key, "items": list(self)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["key"], state["items"])  # type: ignore[misc]
+
     def append(self, item: T) -> None:
         self._chunk.append((self._key(item), self._seq, item))
         self._seq += 1

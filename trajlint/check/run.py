@@ -13,11 +13,13 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from trajlint.check import kinds, parallel
-from trajlint.check.engine import Coverage, Engine, Result
+from trajlint.check.engine import Coverage, Engine, Result, UnitResult
+from trajlint.check.executor import Executor, LocalPool
 from trajlint.check.registry import INTERNAL_ERROR, RuleSpec
 from trajlint.health.verdicts import health_runs
 from trajlint.read import Source, Unreadable
@@ -53,15 +55,20 @@ def run(
     health_report: bool = False,
     runs: RunPlan = RunPlan(),
     file_kinds: kinds.Given | None = None,
+    progress: Callable[[Any, UnitResult | None], None] | None = None,
+    executor: Executor | None = None,
 ) -> Result:
     """Check everything `sources` yields with `rules`.
 
     Each file's kind is decided first, here, from its name and first lines (`file_kinds` holds
     the kinds the user gave); rules check the files of the kinds they name. Files are cut into
-    shards (`read.shards`) and checked by `jobs` processes; the result is the same for every
-    number of jobs, down to the order of findings. When a health rule runs, or `health_report`
+    shards (`read.shards`) and checked by `jobs` processes, or by `executor` (a Ray cluster,
+    say); the result is the same for every number of jobs and every executor, down to the
+    order of findings. When a health rule runs, or `health_report`
     asks for NeMo Gym's report, each run's health (`result.health`) judges the rows of its rollout
     files; with `health_report` it keeps the verdict rows for `report.health.write_report`.
+    `progress`, when given, hears of each part of a unit as it is absorbed and of the unit's end
+    (with None); it only watches.
     """
     planned = kinds.plan(list(sources), max_row_bytes, file_kinds)
     paths_of: dict[str, list[str]] = {}  # the rollout files of each run
@@ -79,19 +86,24 @@ def run(
     )
     if internal is not None:
         engine.result.coverage[internal.code] = Coverage(internal.name)
-    units = parallel.plan_units(planned, jobs)
+    executor = executor if executor is not None else LocalPool(jobs)
+    units = parallel.plan_units(planned, executor.workers())
     # A run is judged as soon as its last unit is absorbed, and what its run-level rules kept
     # is dropped then: runs of one file each hold one file's state at a time.
     last_unit = {runs.run_of(unit.path): index for index, (unit, _) in enumerate(units)}
     lines_before = 0  # of the unit's file, when the unit is a later shard of it
     # Closed on the way out, whatever ends the loop, so that workers never outlive it.
-    with contextlib.closing(parallel.check_units(engine.checker, units, max_row_bytes, jobs)) as checked:
+    with contextlib.closing(executor.check_units(engine.checker, units, max_row_bytes)) as checked:
         for index, (unit, parts) in enumerate(checked):
             if isinstance(unit, Unreadable) or unit.first_shard:
                 lines_before = 0
             for part in parts:
                 engine.absorb(part, lines_before)
                 lines_before += part.physical_lines
+                if progress is not None:
+                    progress(unit, part)
+            if progress is not None:
+                progress(unit, None)
             name = runs.run_of(unit.path)
             if last_unit[name] == index:
                 _finish_run(engine, name)

@@ -5,6 +5,7 @@ files are only ever opened read-only. The modules, in the order the data flows t
 
 - `discover`: named paths, globs and directories -> `Source` items (each file once) or `Unreadable`.
 - `files`: the read-only open and the reasons a path cannot be read.
+- `remote`: inputs named by URL (object storage), read through fsspec, imported only for a URL.
 - `source`: `Source`, one file to read: opened, decompressed, split into lines.
 - `decompress`: a plain, gzip or zstd file -> byte chunks; a broken stream raises `_StreamBroken`.
 - `lines`: byte chunks -> `Line` and `OversizedLine` items, memory bounded by the row cap.
@@ -16,7 +17,8 @@ files are only ever opened read-only. The modules, in the order the data flows t
 
 from __future__ import annotations
 
-from trajlint.read.discover import iter_sources
+from trajlint.read.discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, Selection, iter_sources, missing
+from trajlint.read.files import _input_size as input_size
 from trajlint.read.head import HEAD_BYTES, HEAD_LINES, head
 from trajlint.read.items import DEFAULT_MAX_ROW_BYTES, Line, LineTally, OversizedLine, ParseError, Unreadable
 from trajlint.read.parse import parse
@@ -26,6 +28,8 @@ from trajlint.read.units import BATCH_BYTES, BATCH_ROWS, SHARD_BYTES, Batch, bat
 __all__ = [
     "BATCH_BYTES",
     "BATCH_ROWS",
+    "DEFAULT_EXCLUDE",
+    "DEFAULT_INCLUDE",
     "DEFAULT_MAX_ROW_BYTES",
     "HEAD_BYTES",
     "HEAD_LINES",
@@ -35,11 +39,14 @@ __all__ = [
     "LineTally",
     "OversizedLine",
     "ParseError",
+    "Selection",
     "Source",
     "Unreadable",
     "batches",
     "head",
+    "input_size",
     "iter_sources",
+    "missing",
     "parse",
     "shards",
 ]
