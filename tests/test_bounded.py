@@ -89,9 +89,9 @@ def _inputs(tmp_path: Path) -> list[str]:
     return [str(plain), str(packed), str(ROOT / "examples" / "broken.jsonl")]
 
 
-def _check(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+def _check(args: list[str], env: dict[str, str], cwd: Path, cache: bool = False) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "trajlint", "check", "--isolated", *args],
+        [sys.executable, "-m", "trajlint", "check", "--isolated", *([] if cache else ["--no-cache"]), *args],
         capture_output=True,
         env={**os.environ, "PYTHONPATH": str(ROOT), **env},
         cwd=cwd,
@@ -103,18 +103,21 @@ def test_every_format_is_byte_identical_with_spilling_and_any_jobs(tmp_path):
     inputs = _inputs(tmp_path)
     outputs = [f"--output-format={name}:{tmp_path}/{{}}.{name}" for name in FORMATS]
     reports = {}
-    for label, env, jobs in (("memory", {}, "1"), ("spilled", TINY, "1"), ("spilled-2", TINY, "2"), ("memory-2", {}, "2")):
+    runs = [("memory", {}, "1"), ("spilled", TINY, "1"), ("spilled-2", TINY, "2"), ("memory-2", {}, "2")]
+    runs += [("cache-fill", TINY, "2"), ("cached", TINY, "2")]  # the second is read from the cache
+    for label, env, jobs in runs:
         out = tmp_path / label
         out.mkdir()
         args = [o.replace("{}", label + "/r") for o in outputs]
-        args += ["--health-report", str(out / "health")]
-        done = _check([*args, "--jobs", jobs, "--show-availability", "--runs", "all", *inputs], env, tmp_path)
+        args += ["--health-report", str(out / "health")] if not label.startswith("cache") else []
+        cache = label.startswith("cache")
+        done = _check([*args, "--jobs", jobs, "--show-availability", "--runs", "all", *inputs], env, tmp_path, cache)
         assert done.returncode == 1, done.stderr
         reports[label] = {name: (out / f"r.{name}").read_bytes() for name in FORMATS}
-        for name in ("quality_summary.json", "rollout_verdicts.jsonl"):
+        for name in ("quality_summary.json", "rollout_verdicts.jsonl") if not cache else ():
             reports[label][name] = (out / "health" / name).read_bytes()
-    for label in ("spilled", "spilled-2", "memory-2"):
-        for name in reports["memory"]:
+    for label in ("spilled", "spilled-2", "memory-2", "cache-fill", "cached"):
+        for name in reports[label]:
             assert reports[label][name] == reports["memory"][name], (label, name)
     tasks = json.loads(reports["memory"]["quality_summary.json"])["tasks"]
     assert len(tasks) > 2  # more than the tiny budget: the summary's tasks were written from disk
