@@ -348,8 +348,15 @@ _worker_rules: dict[str, RuleSpec] = {}
 def _check_run_in_worker(members: list[Source], settings: dict[str, Any]) -> Result:
     result = run(members, _worker_rules, jobs=1, **settings)
     if result.health is not None:  # only the numbers travel back (a run's verdicts are not kept)
-        result.health = [(name, _Health(health.summary)) for name, health in result.health]
+        result.health = [(name, _Health(_plain(health.summary))) for name, health in result.health]
     return result
+
+
+def _plain(summary: dict[str, Any]) -> dict[str, Any]:
+    """A run's health summary as plain data: the tasks of a run too large to keep them in memory
+    (`health.verdicts.TaskSummaries`) are read into a dict, as an entry holds them."""
+    tasks = summary["tasks"]
+    return summary if isinstance(tasks, dict) else {**summary, "tasks": dict(tasks.items())}
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,7 +401,7 @@ def _to_entry(result: Result) -> dict[str, Any]:
         ],
         "coverage": [[code, c.name, c.evaluated, c.unobserved] for code, c in result.coverage.items()],
         "counts": [result.files, result.lines, result.rows],
-        "health": None if result.health is None else [[name, health.summary] for name, health in result.health],
+        "health": None if result.health is None else [[name, _plain(health.summary)] for name, health in result.health],
     }
 
 
