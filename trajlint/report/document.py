@@ -52,6 +52,11 @@ class Report:
     #: The least severe severity that fails the run (`--fail-level`): formats that show pass or
     #: fail, like JUnit, fail only on findings at or above it, as the exit status does.
     fail_level: str = "error"
+    #: Rows findings point at, read again after the run and built (`check.samples`), for the
+    #: formats that let a reader open a row; bounded, and empty unless such a format is written.
+    samples: tuple[dict[str, Any], ...] = ()
+    #: Rollout health per task and repeat (`health.task_grid`), bounded; None without health.
+    task_grid: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         # Every format writes text that must encode as UTF-8; a file name that is not UTF-8
@@ -219,6 +224,8 @@ def build(
     fail_level: str = "error",
     max_per_run: int = 0,
     run_of: Callable[[str], str] | None = None,
+    samples: tuple[dict[str, Any], ...] = (),
+    task_grid: dict[str, Any] | None = None,
 ) -> Report:
     """The plain data every format renders: the findings that are reported and their summary.
 
@@ -261,6 +268,8 @@ def build(
         files=tuple(files),
         root=root,
         fail_level=fail_level,
+        samples=samples,
+        task_grid=task_grid,
     )
 
 
