@@ -44,7 +44,7 @@ def test_json_output_follows_the_report_schema():
     doc = json.loads(result.output)
     errors = list(schemas.validator("report").iter_errors(doc))
     assert errors == []
-    assert doc["schema_version"] == "1.4"
+    assert doc["schema_version"] == "1.5"
     assert doc["summary"]["files"] == 2
     assert doc["summary"]["findings"] == len(doc["findings"])
     keys = [(f["path"], f["line"], f["pointer"], f["code"]) for f in doc["findings"]]

@@ -46,6 +46,7 @@ from trajlint.check.registry import RuleSpec
 from trajlint.check.run import RunPlan, run
 from trajlint.findings import Finding, Location, Rollout
 from trajlint.read import Source, Unreadable
+from trajlint.spill import Sorted
 
 DEFAULT_DIR = ".trajlint_cache"
 ENV_DIR = "TRAJLINT_CACHE_DIR"
@@ -347,8 +348,15 @@ _worker_rules: dict[str, RuleSpec] = {}
 def _check_run_in_worker(members: list[Source], settings: dict[str, Any]) -> Result:
     result = run(members, _worker_rules, jobs=1, **settings)
     if result.health is not None:  # only the numbers travel back (a run's verdicts are not kept)
-        result.health = [(name, _Health(health.summary)) for name, health in result.health]
+        result.health = [(name, _Health(_plain(health.summary))) for name, health in result.health]
     return result
+
+
+def _plain(summary: dict[str, Any]) -> dict[str, Any]:
+    """A run's health summary as plain data: the tasks of a run too large to keep them in memory
+    (`health.verdicts.TaskSummaries`) are read into a dict, as an entry holds them."""
+    tasks = summary["tasks"]
+    return summary if isinstance(tasks, dict) else {**summary, "tasks": dict(tasks.items())}
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,7 +368,7 @@ class _Health:
 
 def _merge(parts: Sequence[Result]) -> Result:
     """The result of several runs, from each one's, in input order: what one run of them all gives."""
-    merged = Result()
+    merged = Result(Sorted(Finding.sort_key))  # on disk past a budget, as a run's own are
     for part in parts:
         merged.findings.extend(part.findings)
         for code, coverage in part.coverage.items():
@@ -373,8 +381,7 @@ def _merge(parts: Sequence[Result]) -> Result:
         merged.internal_errors += part.internal_errors
         if part.health is not None:
             merged.health = (merged.health or []) + list(part.health)
-    # Stable: findings of one file tie only with findings of the same run, kept in its order.
-    merged.findings.sort(key=Finding.sort_key)
+    # Sorted stably: findings of one file tie only with findings of the same run, kept in its order.
     return merged
 
 
@@ -394,7 +401,7 @@ def _to_entry(result: Result) -> dict[str, Any]:
         ],
         "coverage": [[code, c.name, c.evaluated, c.unobserved] for code, c in result.coverage.items()],
         "counts": [result.files, result.lines, result.rows],
-        "health": None if result.health is None else [[name, health.summary] for name, health in result.health],
+        "health": None if result.health is None else [[name, _plain(health.summary)] for name, health in result.health],
     }
 
 

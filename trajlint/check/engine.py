@@ -18,6 +18,7 @@ from trajlint.check.rule import UNOBSERVED, Reduction, RowDigester, RowObserver,
 from trajlint.check.subject import FILE, Subject, unit_subjects
 from trajlint.findings import SEVERITIES, Finding, Location, Rollout, fingerprint
 from trajlint.read import Batch, LineTally, Source, Unreadable
+from trajlint.spill import Packed, Sorted
 
 
 @dataclass(slots=True)
@@ -29,7 +30,8 @@ class Coverage:
 
 @dataclass(slots=True)
 class Result:
-    findings: list[Finding] = field(default_factory=list)
+    #: Sorted by `Finding.sort_key` once the run is finished; kept on disk past a budget.
+    findings: Any = field(default_factory=list)
     coverage: dict[str, Coverage] = field(default_factory=dict)
     files: int = 0
     lines: int = 0
@@ -50,14 +52,28 @@ class UnitResult:
     """
 
     path: str
-    findings: list[Finding] = field(default_factory=list)
+    findings: Any = field(default_factory=list)  # a list, or `Packed` from a worker
     coverage: dict[str, list[int]] = field(default_factory=dict)  # code -> [evaluated, unobserved]
-    rows: list[tuple[int, tuple[Any, ...], tuple[Any, ...]]] = field(default_factory=list)
+    rows: Any = field(default_factory=list)  # [(line, digests, observed)], or `Packed`
     files: int = 0
     lines: int = 0
     row_count: int = 0
     internal_errors: int = 0
     physical_lines: int = 0
+
+    def add(self, part: UnitResult) -> None:
+        """Fold in the next part of the same unit (its lines count from the unit's first)."""
+        self.findings.extend(part.findings)
+        self.rows.extend(part.rows)
+        for code, (evaluated, unobserved) in part.coverage.items():
+            counts = self.coverage.setdefault(code, [0, 0])
+            counts[0] += evaluated
+            counts[1] += unobserved
+        self.files += part.files
+        self.lines += part.lines
+        self.row_count += part.row_count
+        self.internal_errors += part.internal_errors
+        self.physical_lines += part.physical_lines
 
 
 # Rows per part of a unit checked in the reporting process (see `RowChecker.check_parts`).
@@ -107,8 +123,13 @@ class RowChecker:
     def check_unit(
         self, unit: Source | Batch | Unreadable, max_row_bytes: int, kind: FileKind = ROLLOUT_FILE
     ) -> UnitResult:
-        """The whole unit's result in one piece (what a worker hands back)."""
-        return next(self.check_parts(unit, max_row_bytes, None, kind))
+        """The whole unit's result in one piece (what a worker hands back): its findings and
+        rows packed (`spill.Packed`), so that a unit of millions of lines hands back a few
+        compressed blocks, and is built from parts that each hold a few rows."""
+        whole = UnitResult(unit.path, Packed(spill=False), rows=Packed(spill=False))
+        for part in self.check_parts(unit, max_row_bytes, PART_ROWS, kind):
+            whole.add(part)
+        return whole
 
     def check_parts(
         self,
@@ -125,7 +146,9 @@ class RowChecker:
         tally = LineTally()
         for subject in unit_subjects(unit, max_row_bytes, tally, kind):
             self.visit(subject)
-            if rows_per_part is not None and len(self.unit.rows) >= rows_per_part:
+            if rows_per_part is not None and (
+                len(self.unit.rows) >= rows_per_part or len(self.unit.findings) >= rows_per_part
+            ):
                 yield self.end_unit()
                 self.start_unit(unit.path)
         self.unit.physical_lines = tally.lines
@@ -212,6 +235,10 @@ class RowChecker:
             self.unit.findings.append(_internal_finding(self._internal, spec, subject.path, subject.line, subject.rollout, subject.raw, exc))
 
 
+#: Rules whose findings mark a line that never became a row.
+UNREADABLE = frozenset({"invalid-json", "row-not-object", "row-too-large"})
+
+
 class RunObservers(Protocol):
     """Makes the observers of one run (a group of input files, see `check.run`)."""
 
@@ -224,6 +251,8 @@ class _RunState:
 
     reductions: list[tuple[RuleSpec, Reduction]]
     observers: Sequence[RowObserver]
+    #: (path, line, rule name) of the run's lines that never became rows, for its health.
+    unreadable: Packed[tuple[str, int, str]] = field(default_factory=Packed)
 
 
 class Engine:
@@ -250,7 +279,8 @@ class Engine:
         self._run_of = run_of or (lambda path: path)
         self.runs: dict[str, _RunState] = {}  # in the order their first unit came
         self._internal = internal_error
-        self.result = Result(coverage={r.code: Coverage(r.name) for r in rules})
+        self.result = Result(Sorted(Finding.sort_key), coverage={r.code: Coverage(r.name) for r in rules})
+        self._finished: set[str] = set()
 
     def _run(self, path: str) -> _RunState:
         name = self._run_of(path)
@@ -279,11 +309,14 @@ class Engine:
             entry = result.coverage[code]
             entry.evaluated += evaluated
             entry.unobserved += unobserved
-        if lines_before:
-            result.findings.extend(_shifted(f, unit.path, lines_before) for f in unit.findings)
-        else:
-            result.findings.extend(unit.findings)
         state = self._run(unit.path)
+        unreadable = state.unreadable if state.observers else None
+        for finding in unit.findings:
+            if lines_before:
+                finding = _shifted(finding, unit.path, lines_before)
+            result.findings.append(finding)
+            if unreadable is not None and finding.name in UNREADABLE:
+                unreadable.append((finding.path, finding.line, finding.name))
         for line, digests, observed in unit.rows:
             location = Location(unit.path, line + lines_before)
             for (spec, reduction), digest in zip(state.reductions, digests):
@@ -296,31 +329,43 @@ class Engine:
             for observer, digest in zip(state.observers, observed):
                 observer.absorb(location, digest)
 
-    def finish(self) -> Result:
+    def finish_run(self, name: str) -> _RunState | None:
+        """Judge one run whose files are all absorbed: its run-level findings join the result,
+        and what its reductions kept is dropped. Returns the run's state (its observers hold
+        its health), or None for a run that was never seen or is finished already."""
+        state = self.runs.get(name)
+        if state is None or name in self._finished:
+            return None
+        self._finished.add(name)
         by_name = {spec.name: spec for spec in self._observed}
-        for state in self.runs.values():
-            for spec, reduction in state.reductions:
-                try:
-                    found = [
-                        _finding(spec, location.path, location.line, rollout, None, violation)
-                        for location, rollout, violation in reduction.finish()
-                    ]
-                except Exception as exc:  # noqa: BLE001
-                    self._internal_error(spec, Location("<run>", 0), exc)
-                    continue
+        for spec, reduction in state.reductions:
+            try:
+                found = [
+                    _finding(spec, location.path, location.line, rollout, None, violation)
+                    for location, rollout, violation in reduction.finish()
+                ]
+            except Exception as exc:  # noqa: BLE001
+                self._internal_error(spec, Location("<run>", 0), exc)
+                continue
+            self.result.coverage[spec.code].evaluated += 1
+            self.result.findings.extend(found)
+        state.reductions = []
+        for observer in state.observers:
+            for rule, location, rollout, pointer, message in observer.run_findings():
+                spec = by_name.get(rule)
+                if spec is not None:
+                    self.result.findings.append(
+                        _finding(spec, location.path, location.line, rollout, None, Violation(pointer, message))
+                    )
+        if state.observers:
+            for spec in self._observed:
                 self.result.coverage[spec.code].evaluated += 1
-                self.result.findings.extend(found)
-            for observer in state.observers:
-                for name, location, rollout, pointer, message in observer.run_findings():
-                    spec = by_name.get(name)
-                    if spec is not None:
-                        self.result.findings.append(
-                            _finding(spec, location.path, location.line, rollout, None, Violation(pointer, message))
-                        )
-            if state.observers:
-                for spec in self._observed:
-                    self.result.coverage[spec.code].evaluated += 1
-        self.result.findings.sort(key=Finding.sort_key)
+        return state
+
+    def finish(self) -> Result:
+        """Finish every run not finished yet; the result, its findings in report order."""
+        for name in list(self.runs):
+            self.finish_run(name)
         return self.result
 
     def _internal_error(self, spec: RuleSpec, location: Location, exc: Exception) -> None:

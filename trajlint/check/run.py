@@ -88,10 +88,13 @@ def run(
         engine.result.coverage[internal.code] = Coverage(internal.name)
     executor = executor if executor is not None else LocalPool(jobs)
     units = parallel.plan_units(planned, executor.workers())
+    # A run is judged as soon as its last unit is absorbed, and what its run-level rules kept
+    # is dropped then: runs of one file each hold one file's state at a time.
+    last_unit = {runs.run_of(unit.path): index for index, (unit, _) in enumerate(units)}
     lines_before = 0  # of the unit's file, when the unit is a later shard of it
     # Closed on the way out, whatever ends the loop, so that workers never outlive it.
     with contextlib.closing(executor.check_units(engine.checker, units, max_row_bytes)) as checked:
-        for unit, parts in checked:
+        for index, (unit, parts) in enumerate(checked):
             if isinstance(unit, Unreadable) or unit.first_shard:
                 lines_before = 0
             for part in parts:
@@ -101,13 +104,20 @@ def run(
                     progress(unit, part)
             if progress is not None:
                 progress(unit, None)
+            name = runs.run_of(unit.path)
+            if last_unit[name] == index:
+                _finish_run(engine, name)
+    for name in list(engine.runs):
+        _finish_run(engine, name)
     result = engine.finish()
     if health is not None:
-        result.health = []
-        for name, state in engine.runs.items():
-            if state.observers:  # a run of rollout files
-                (run_health,) = state.observers
-                run_health.finish(result.findings)
-                result.health.append((name, run_health))
+        result.health = [(name, state.observers[0]) for name, state in engine.runs.items() if state.observers]
     return result
 
+
+def _finish_run(engine: Engine, name: str) -> None:
+    state = engine.finish_run(name)
+    if state is not None and state.observers:  # a run of rollout files: its health
+        (run_health,) = state.observers
+        run_health.finish(state.unreadable)
+        state.unreadable.close()

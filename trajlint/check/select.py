@@ -23,6 +23,7 @@ from typing import Any
 from trajlint.check.paths import path_matches
 from trajlint.check.registry import INTERNAL_ERROR, RuleSpec
 from trajlint.findings import SEVERITIES, Finding
+from trajlint.spill import Packed
 
 ALL = "ALL"
 DEFAULT_PROFILE = "latest"
@@ -190,12 +191,13 @@ class FileIgnore:
         return path_matches(self.pattern, self.base, path) != self.negated
 
 
-def drop_ignored(findings: Iterable[Finding], ignores: Sequence[FileIgnore]) -> list[Finding]:
-    """The findings `per-file-ignores` leaves; `internal-error` is never dropped."""
+def drop_ignored(findings: Iterable[Finding], ignores: Sequence[FileIgnore]) -> Iterable[Finding]:
+    """The findings `per-file-ignores` leaves (`findings` itself when nothing is ignored, else
+    packed: `spill.Packed`); `internal-error` is never dropped."""
     if not ignores:
-        return list(findings)
+        return findings
     cache: dict[str, frozenset[str]] = {}
-    kept = []
+    kept: Packed[Finding] = Packed()
     for finding in findings:
         codes = cache.get(finding.path)
         if codes is None:

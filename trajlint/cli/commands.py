@@ -243,6 +243,13 @@ def _lint(options: dict[str, Any]) -> Any:
     help="Also write NeMo Gym's rollout health report (quality_summary.json, rollout_verdicts.jsonl) "
     "into DIR, created if missing.",
 )
+@click.option(
+    "--max-findings-per-run",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="List at most N findings of each run in the report; the rest are counted in the summary "
+    "(and still set the exit status). 0: no limit. [default: 1000000]",
+)
 @click.option("--show-files", is_flag=True, help="List the files that would be checked, and exit.")
 @click.option("--show-settings", is_flag=True, help="Show the resolved configuration and the selected rules, and exit.")
 @_guarded
@@ -261,6 +268,7 @@ def check(
     show_files: bool,
     baseline: str | None,
     health_report: str | None,
+    max_findings_per_run: int | None,
     **options: Any,
 ) -> None:
     """Lint rollout files.
@@ -287,6 +295,7 @@ def check(
         show_files=show_files,
         baseline=baseline,
         health_report=health_report,
+        max_findings_per_run=max_findings_per_run,
     )
     sys.exit(execute.check(request))
 

@@ -23,6 +23,7 @@ from trajlint.findings import SEVERITIES
 from trajlint.read import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, DEFAULT_MAX_ROW_BYTES, Refused, read_regular_file
 
 DEFAULT_FAIL_LEVEL = "error"
+DEFAULT_MAX_FINDINGS_PER_RUN = 1_000_000  # as `report.document.MAX_FINDINGS_PER_RUN`
 
 PYPROJECT = "pyproject.toml"
 #: A configuration file is read whole, so no bigger than this.
@@ -53,6 +54,7 @@ KEYS = (
     "cache-dir",
     "executor",
     "ray-address",
+    "max-findings-per-run",
 )
 EXECUTORS = ("local", "ray")
 RUN_MODES = ("file", "directory", "all")
@@ -142,6 +144,9 @@ def _check(key: str, value: Any) -> str | None:
     if key == "max-row-bytes":
         ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
         return None if ok else f"must be a positive integer (bytes), not {value!r}"
+    if key == "max-findings-per-run":
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        return None if ok else f"must be a number of findings (0: no limit), not {value!r}"
     if key == "jobs":
         ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
         return None if ok else f"must be a number of processes (0: one per usable core), not {value!r}"
@@ -243,6 +248,7 @@ def resolve(config: FileConfig, overrides: Mapping[str, Any]) -> dict[str, Setti
         "cache-dir": None,
         "executor": "local",
         "ray-address": None,
+        "max-findings-per-run": DEFAULT_MAX_FINDINGS_PER_RUN,
     }
     settings: dict[str, Setting] = {}
     for key, default in defaults.items():

@@ -68,6 +68,7 @@ class CheckRequest:
     show_files: bool = False
     baseline: str | None = None
     health_report: str | None = None
+    max_findings_per_run: int | None = None
     #: What `-` reads instead of standard input (the API's rows in memory).
     stdin: Any = None
 
@@ -97,7 +98,12 @@ def _check_setup(r: CheckRequest) -> _Setup:
 
     found, settings, rules, ignores = _lint_setup(
         r.lint,
-        {"fail-level": r.fail_level, "baseline": r.baseline, "show-availability": r.show_availability or None},
+        {
+            "fail-level": r.fail_level,
+            "baseline": r.baseline,
+            "show-availability": r.show_availability or None,
+            "max-findings-per-run": r.max_findings_per_run,
+        },
     )
     if r.verbose:
         click.echo(f"trajlint: {configuration_line(found)}", err=True)
@@ -149,13 +155,16 @@ def _checked(r: CheckRequest, setup: _Setup, sources: list[Any], progress: Any =
         show_availability=settings["show-availability"].value,
         fail_level=settings["fail-level"].value,
         configuration=str(setup.found.path) if setup.found.path is not None else None,
+        max_per_run=settings["max-findings-per-run"].value,
+        run_of=_runs(settings).run_of,
         samples=_samples(listed, settings) if drilldown else (),
         task_grid=health.task_grid([(name, h.summary) for name, h in result.health])
         if drilldown and result.health is not None
         else None,
     )
     status = exit_status(
-        report.findings,
+        (),
+        failing=document.failing(report, settings["fail-level"].value),
         fail_level=settings["fail-level"].value,
         internal_errors=result.internal_errors,
         exit_zero=r.exit_zero,

@@ -14,10 +14,18 @@ EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
 
 def exit_status(
-    findings: Iterable[Finding], *, fail_level: str = "error", internal_errors: int = 0, exit_zero: bool = False
+    findings: Iterable[Finding],
+    *,
+    fail_level: str = "error",
+    internal_errors: int = 0,
+    exit_zero: bool = False,
+    failing: bool | None = None,
 ) -> int:
+    """`failing`, when given, says whether a finding is at or above the fail level (a report's
+    summary counts the findings it does not list), instead of `findings`."""
     if internal_errors:
         return EXIT_ERROR
-    threshold = severity_rank(fail_level)
-    failing = any(severity_rank(f.severity) <= threshold for f in findings)
+    if failing is None:
+        threshold = severity_rank(fail_level)
+        failing = any(severity_rank(f.severity) <= threshold for f in findings)
     return EXIT_FINDINGS if failing and not exit_zero else EXIT_CLEAN

@@ -58,6 +58,34 @@ def _ignore_stop_signals() -> None:
     _set_stop_handlers(signal.SIG_IGN, signal.SIG_IGN)
 
 
+# Memory held back from the start of a run and given up when memory runs out, so that saying so
+# and exiting does not itself fail for want of memory.
+_RESERVE_BYTES = 4 * 1024 * 1024
+_reserve: bytearray | None = None
+
+OUT_OF_MEMORY = (
+    "trajlint: out of memory: the run needs more memory than this machine or its limits "
+    "(ulimit -v, a container) allow; rerun with --jobs 1, a lower --max-row-bytes, or more memory\n"
+)
+
+
+def out_of_memory() -> None:
+    """End the run at once with one line and exit 2: with no memory left, unwinding any further
+    (or running exit handlers) can fail again and again instead of ending."""
+    global _reserve
+    _reserve = None
+    import os
+
+    try:
+        sys.stdout.flush()
+    except Exception:  # noqa: BLE001, S110 - what could not be written is lost either way
+        pass
+    try:
+        os.write(2, OUT_OF_MEMORY.encode())
+    finally:
+        os._exit(EXIT_ERROR)
+
+
 class Failure(click.ClickException):
     """A problem with the invocation, the configuration or the environment, not with the data."""
 
@@ -69,6 +97,8 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, debug: bool = False, **kwargs: Any) -> Any:
+        global _reserve
+        _reserve = bytearray(_RESERVE_BYTES)
         on_int = signal.getsignal(signal.SIGINT)  # kept unless Python's own: the shell may have set it ignored
         if on_int is signal.default_int_handler:
             on_int = _raise_interrupted
@@ -89,6 +119,8 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
             previous = None
             click.echo("trajlint: terminated", err=True)
             sys.exit(EXIT_TERMINATED)
+        except MemoryError:
+            out_of_memory()
         except BrokenPipeError:
             # The reader (e.g. `| head`) went away; nothing left to say and no one to say it to.
             sys.stderr.close()

@@ -90,6 +90,15 @@ class Hidden(_Strict):
     )
 
 
+class Truncated(_Strict):
+    """Findings counted in `findings`, `by_severity` and `by_rule` but not listed: a run had more
+    than `max-findings-per-run` (its first ones in report order are listed)."""
+
+    max_findings_per_run: int = Field(ge=1, description="The limit in force (--max-findings-per-run).")
+    findings: int = Field(ge=1, description="Findings counted but not listed.")
+    runs: dict[str, int] = Field(description="Findings not listed, by run (a file, unless --runs groups files).")
+
+
 class HealthVerdicts(_Strict):
     healthy: int = Field(ge=0)
     unhealthy: int = Field(ge=0)
@@ -130,6 +139,9 @@ class Summary(_Strict):
     internal_errors: int = Field(ge=0, description="Rule failures (bugs in trajlint); any makes the exit status 2.")
     baseline: BaselineUse | None = Field(description="The baseline applied (`--baseline`), or null.")
     hidden: Hidden
+    truncated: Truncated | None = Field(
+        description="Findings past `max-findings-per-run`, counted but not listed; null when every one is listed."
+    )
     health: HealthSummary | None = Field(description="Rollout health (the TL6xx rules), or null when no health rule ran.")
 
 
@@ -141,7 +153,7 @@ class Tool(_Strict):
 class ReportDocument(_Strict):
     """The report `trajlint check --output-format json` prints."""
 
-    schema_version: Literal["1.4"]
+    schema_version: Literal["1.5"]
     tool: Tool
     configuration: str | None = Field(
         description="The configuration file in force: found walking up from the working directory "

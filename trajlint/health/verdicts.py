@@ -14,9 +14,9 @@ and offsets stay in memory.
 
 from __future__ import annotations
 
-import bisect
+import heapq
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +47,7 @@ from trajlint.health.tasks import (
 from trajlint.health.view import Digest, HealthFinding, Subject, view_of
 from trajlint.row.sections import STATED
 from trajlint.row.values import group_key, small
+from trajlint.spill import Sorted
 
 
 def _sort_part(value: Any) -> tuple[int, Any]:
@@ -226,7 +227,7 @@ class HealthRun:
         self.task_rules = {check.id: check.rules[0] for check in CHECKS if check.id in TASK_CHECKS}
         self.stated_checked = "trajectory-schema" in names
         self.inputs = {path: i for i, path in enumerate(inputs)}
-        self.repeats = TaskRepeats(duplicates=DUPLICATE_IDENTITY in self.selected)
+        self.repeats = TaskRepeats(duplicates=DUPLICATE_IDENTITY in self.selected, order=_task_order)
         self.stats = _Stats()
         self.issues: Counter[str] = Counter()
         self.unobserved: Counter[str] = Counter()  # per rollout check, records it could not judge
@@ -234,7 +235,12 @@ class HealthRun:
         self.rows = 0
         self._ordinals: list[_Ordinal] = []
         self._spool = spool  # shared by the runs of one invocation
-        self._index: list[tuple[Any, ...]] = []
+        # The verdict rows' places in the spool, by their order in the report (`verdict_rows`):
+        # sorted on disk past a budget; rows named by their position wait in memory, as their
+        # task is known only at the end.
+        self._index: Sorted[tuple[Any, ...]] = Sorted(_index_order)
+        self._ordinal_index: list[tuple[Any, ...]] = []
+        self._entries = 0
         self.summary: dict[str, Any] | None = None
 
     # -- per row --------------------------------------------------------------------------------
@@ -267,37 +273,49 @@ class HealthRun:
         if self._spool is not None and judged.record is not None:
             offset = self._spool.tell()
             self._spool.write(judged.record)
-            self._index.append((task, judged.index, judged.stage, offset, len(judged.record), position))
+            self._add_index(task, judged.index, judged.stage, offset, len(judged.record), position)
+
+    def _add_index(self, task: Any, index: Any, stage: Any, offset: int, length: int, position: int) -> None:
+        entry = (None, self._entries, task, index, stage, offset, length, position)
+        self._entries += 1
+        if isinstance(task, _Ordinal):
+            self._ordinal_index.append(entry)
+        else:
+            self._index.append((_sort_key(task, index, stage), *entry[1:]))
 
     # -- at the end ----------------------------------------------------------------------------
 
     def run_findings(self) -> Iterator[tuple[str, Location, Rollout | None, str, str]]:
         """The task checks' flags, as findings of their rules at each task's first row."""
-        for task, entry in self.repeats.tasks.items():
-            outcome = self.repeats.outcome(task)
+        for _, entry in self.repeats.tasks.items():
+            outcome = self.repeats.outcome_of(entry)
             for check in outcome.flags:
                 yield self.task_rules[check], entry.first, entry.rollout, "", flag_message(check, outcome)
 
-    def finish(self, findings: Iterable[Finding]) -> dict[str, Any]:
-        """Fold in the lines that never became rows and reduce the tasks; returns the summary."""
-        unreadable = sorted(
+    def finish(self, lines: Iterable[Finding | tuple[str, int, str]]) -> dict[str, Any]:
+        """Fold in the lines that never became rows (findings, or their (path, line, rule
+        name)) and reduce the tasks; returns the summary."""
+        places = ((f.path, f.line, f.name) if isinstance(f, Finding) else f for f in lines)
+        unreadable: Sorted[tuple[int, int, str, str]] = Sorted(
+            lambda item: (item[0], item[1]),
             (
-                (self.inputs[f.path], f.line, f.path, f.name)
-                for f in findings
-                if f.name in _UNREADABLE and f.path in self.inputs
+                (self.inputs[path], line, path, name)
+                for path, line, name in places
+                if name in _UNREADABLE and path in self.inputs
             ),
         )
-        self._resolve_ordinals([(k, line) for k, line, _, _ in unreadable])
+        self._resolve_ordinals((k, line) for k, line, _, _ in unreadable)
         for k, line, path, name in unreadable:
             self._unreadable(k, line, path, name)
-        tasks: dict[str, Any] = {}
+        unreadable.close()
+        tasks: Any = {} if not self.repeats.tasks.spilled else TaskSummaries()
         task_issues: Counter[str] = Counter()
         verdicts: Counter[str] = Counter()
         # NeMo Gym lists tasks by their text, numbers first (so "10" comes before "2").
-        for task in sorted(self.repeats.tasks, key=lambda t: (isinstance(_task_value(t), str), python_str(_task_value(t)))):
-            outcome = self.repeats.outcome(task)
-            for rollout in self.repeats.tasks[task].buckets:
-                for final, copies in self.repeats.copies(task, rollout):
+        for task, entry in self.repeats.tasks.ordered():
+            outcome = self.repeats.outcome_of(entry)
+            for rollout in entry.buckets:
+                for final, copies in self.repeats.copies_of(entry, rollout):
                     verdicts[final] += 1
                     self.issues[DUPLICATE_IDENTITY] += copies > 0
             flags = [check for check in outcome.flags if check in self.selected]
@@ -352,9 +370,16 @@ class HealthRun:
             coverage[check] = {k: counts.get(k, 0) for k in ("evaluated", "unobserved", "ignored")}
         return coverage
 
-    def _resolve_ordinals(self, unreadable: list[tuple[int, int]]) -> None:
-        for ordinal in self._ordinals:
-            ordinal.value += bisect.bisect_left(unreadable, ordinal.position)
+    def _resolve_ordinals(self, unreadable: Iterable[tuple[int, int]]) -> None:
+        """Add to each row named by its position the unreadable lines before it (`unreadable`
+        in input order)."""
+        lines = iter(unreadable)
+        before, pending = 0, next(lines, None)
+        for ordinal in sorted(self._ordinals, key=lambda o: o.position):
+            while pending is not None and pending < ordinal.position:
+                before += 1
+                pending = next(lines, None)
+            ordinal.value += before
 
     def _unreadable(self, k: int, line: int, path: str, name: str) -> None:
         task = f"__unreadable_record__:input-{k}:line-{line}"
@@ -380,17 +405,16 @@ class HealthRun:
             data = orjson.dumps(record)
             offset = self._spool.tell()
             self._spool.write(data)
-            self._index.append((task, 0, None, offset, len(data), position))
+            self._add_index(task, 0, None, offset, len(data), position)
 
     def verdict_rows(self) -> Iterator[bytes]:
         """The verdict rows in NeMo Gym's order (task, rollout, stage), one JSON line each."""
         assert self._spool is not None, "the observer was made without spool"
-        order = sorted(
-            range(len(self._index)),
-            key=lambda i: tuple(_sort_part(v) for v in (_task_value(self._index[i][0]), self._index[i][1], self._index[i][2])),
+        ordinals = sorted(
+            ((_sort_key(task, index, stage), n, task, index, stage, *rest) for _, n, task, index, stage, *rest in self._ordinal_index),
+            key=_index_order,
         )
-        for i in order:
-            task, index, _, offset, length, position = self._index[i]
+        for _, _, task, index, _, offset, length, position in heapq.merge(self._index, ordinals, key=_index_order):
             self._spool.seek(offset)
             record = orjson.loads(self._spool.read(length))
             final, copies = self.repeats.copies(task, index)[position]
@@ -405,6 +429,65 @@ class HealthRun:
 
 
 _UNREADABLE = frozenset({"invalid-json", "row-not-object", "row-too-large"})
+
+
+def _sort_key(task: Any, index: Any, stage: Any) -> tuple[tuple[int, Any], ...]:
+    """A verdict row's place in NeMo Gym's order: task, rollout index, stage."""
+    return tuple(_sort_part(v) for v in (_task_value(task), index, stage))
+
+
+def _index_order(entry: tuple[Any, ...]) -> tuple[Any, int]:
+    return entry[0], entry[1]  # ties in the order the rows came
+
+
+def _task_order(task: Any) -> bytes:
+    """NeMo Gym's order of tasks as bytes: numbers first, then by their text (UTF-8 orders as
+    the text does)."""
+    value = _task_value(task)
+    return (b"1" if isinstance(value, str) else b"0") + python_str(value).encode("utf-8", "surrogatepass")
+
+
+class TaskSummaries(Mapping):
+    """The summary's tasks of a run too large to keep them in memory: name -> counts, in the
+    order first written, a name written again keeping its place and taking the new value (as a
+    dict does). Kept in a private temporary SQLite database."""
+
+    def __init__(self) -> None:
+        import sqlite3
+
+        self._db = sqlite3.connect("")
+        self._db.execute("PRAGMA journal_mode = OFF")
+        self._db.execute("PRAGMA synchronous = OFF")
+        self._db.execute("CREATE TABLE tasks (name TEXT PRIMARY KEY, seq INTEGER, value BLOB)")
+        self._seq = 0
+
+    def __setitem__(self, name: str, value: dict[str, Any]) -> None:
+        self._db.execute(
+            "INSERT INTO tasks VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+            (name, self._seq, orjson.dumps(value)),
+        )
+        self._seq += 1
+
+    def __getitem__(self, name: str) -> dict[str, Any]:
+        row = self._db.execute("SELECT value FROM tasks WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            raise KeyError(name)
+        return orjson.loads(row[0])
+
+    def __len__(self) -> int:
+        return self._db.execute("SELECT count(*) FROM tasks").fetchone()[0]
+
+    def __iter__(self) -> Iterator[str]:
+        for name, _ in self.items():
+            yield name
+
+    def items(self) -> Iterator[tuple[str, dict[str, Any]]]:  # type: ignore[override]
+        for name, value in self._db.execute("SELECT name, value FROM tasks ORDER BY seq"):
+            yield name, orjson.loads(value)
+
+    def values(self) -> Iterator[dict[str, Any]]:  # type: ignore[override]
+        for _, value in self.items():
+            yield value
 
 
 def _task_value(task: Any) -> Any:

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from trajlint.findings import Finding
+from trajlint.spill import Packed
 
 SCHEMA_VERSION = 1
 DEFAULT_PATH = ".trajlint-baseline.json"
@@ -144,15 +145,17 @@ class Baseline:
             return False
         return True
 
-    def apply(self, findings: Sequence[Finding]) -> tuple[list[Finding], dict[str, Any]]:
-        """(the findings the baseline does not cover, {path, suppressed, stale})."""
+    def apply(self, findings: Iterable[Finding]) -> tuple[Packed[Finding], dict[str, Any]]:
+        """(the findings the baseline does not cover, packed, {path, suppressed, stale})."""
         remaining = Counter(self.counts)
-        kept = []
+        kept: Packed[Finding] = Packed()
+        total = 0
         for finding in findings:
+            total += 1
             k = key(finding)
             if remaining[k] > 0 and finding.name != _NEVER:
                 remaining[k] -= 1
             else:
                 kept.append(finding)
         stale = sum(remaining.values())
-        return kept, {"path": self.path, "suppressed": len(findings) - len(kept), "stale": stale}
+        return kept, {"path": self.path, "suppressed": total - len(kept), "stale": stale}

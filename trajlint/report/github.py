@@ -11,7 +11,8 @@ log), then escaped the way the runner unescapes it, so a finding is exactly one 
 
 from __future__ import annotations
 
-from collections import defaultdict
+import itertools
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from typing import Any
 
@@ -56,17 +57,21 @@ def _annotation(report: Report, f: Finding) -> str:
 
 
 def render(report: Report) -> Iterator[str]:
+    # Only the first of each kind are annotated: the rest are counted, never kept.
     by_kind: dict[str, list[Finding]] = defaultdict(list)
+    counts: Counter[str] = Counter()
     for f in report.findings:
-        by_kind[f.severity].append(f)
+        counts[f.severity] += 1
+        if len(by_kind[f.severity]) < ANNOTATIONS_PER_KIND:
+            by_kind[f.severity].append(f)
     for severity, kind in COMMANDS.items():
         findings = by_kind.get(severity, [])
-        overflow = len(findings) > ANNOTATIONS_PER_KIND
+        overflow = counts[severity] > ANNOTATIONS_PER_KIND
         shown = findings[: ANNOTATIONS_PER_KIND - 1] if overflow else findings
         for f in shown:
             yield _annotation(report, f) + "\n"
         if overflow:
-            more = len(findings) - len(shown)
+            more = counts[severity] - len(shown)
             yield command(
                 kind,
                 f"{more:,} more {severity} findings are not annotated (GitHub shows at most "
@@ -99,7 +104,7 @@ def step_summary(report: Report, limit: int = STEP_SUMMARY_LIMIT) -> str:
     rows = [
         f"| {_cell(place(report.relative(f.path) or f.path, f.line))} | {f.code} {f.name} | "
         f"{_cell(f.message + (f' [{f.pointer}]' if f.pointer else ''))} |"
-        for f in report.findings[:SUMMARY_FINDINGS]
+        for f in itertools.islice(report.findings, SUMMARY_FINDINGS)
     ]
     while True:
         lines = list(head)

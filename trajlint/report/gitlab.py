@@ -11,14 +11,12 @@ number of its earlier repeats in the report, unique in the file yet the same fro
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
-
-import orjson
 
 from trajlint.findings import Finding
 from trajlint.report.document import Report
+from trajlint.spill import Sorted
 
 #: trajlint's severities on GitLab's scale; a finding that fails a run by default is `major`.
 SEVERITIES = {"error": "major", "warning": "minor", "info": "info"}
@@ -35,28 +33,47 @@ def _fingerprint(identity: str, repeat: int) -> str:
 
 
 def issues(report: Report) -> list[dict[str, Any]]:
-    seen: Counter[str] = Counter()
-    out = []
-    for f in report.findings:
-        identity = _identity(f)
-        repeat = seen[identity]
-        seen[identity] += 1
+    return list(_issues(report))
+
+
+def _issues(report: Report) -> Iterator[dict[str, Any]]:
+    """The issues one at a time (`render` never holds them all)."""
+    for f, repeat in zip(report.findings, _repeats(report.findings)):
         pointer = f" [{f.pointer}]" if f.pointer else ""
-        out.append(
-            {
-                "description": f"{f.code} {f.name}: {f.message}{pointer}",
-                "check_name": f.code,
-                "fingerprint": _fingerprint(identity, repeat),
-                "severity": SEVERITIES[f.severity],
-                "location": {
-                    "path": report.relative(f.path) or f.path,
-                    # Line 0 is the file as a whole: GitLab needs a line, so its first.
-                    "lines": {"begin": f.line or 1},
-                },
-            }
-        )
-    return out
+        yield {
+            "description": f"{f.code} {f.name}: {f.message}{pointer}",
+            "check_name": f.code,
+            "fingerprint": _fingerprint(_identity(f), repeat),
+            "severity": SEVERITIES[f.severity],
+            "location": {
+                "path": report.relative(f.path) or f.path,
+                # Line 0 is the file as a whole: GitLab needs a line, so its first.
+                "lines": {"begin": f.line or 1},
+            },
+        }
+
+
+def _repeats(findings: Iterable[Finding]) -> Iterator[int]:
+    """For each finding in order, how many before it share its identity. Found by sorting the
+    identities (on disk past a budget) rather than counting them in memory: a report of
+    millions of findings has millions of identities."""
+    by_identity: Sorted[tuple[str, int]] = Sorted(lambda entry: entry[0])
+    for index, f in enumerate(findings):
+        by_identity.append((_identity(f), index))
+    by_index: Sorted[tuple[int, int]] = Sorted(lambda entry: entry[0])
+    previous, repeat = None, 0
+    for identity, index in by_identity:
+        repeat = repeat + 1 if identity == previous else 0
+        previous = identity
+        by_index.append((index, repeat))
+    by_identity.close()
+    for _, repeat in by_index:
+        yield repeat
+    by_index.close()
 
 
 def render(report: Report) -> Iterator[str]:
-    yield orjson.dumps(issues(report), option=orjson.OPT_INDENT_2).decode() + "\n"
+    from trajlint.report.json import indented_array
+
+    yield from indented_array(_issues(report), 0)
+    yield "\n"

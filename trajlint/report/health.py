@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -124,12 +124,30 @@ def _unique(name: str, taken: set[str]) -> str:
     return candidate
 
 
+def summary_chunks(summary: dict[str, Any]) -> Iterator[bytes]:
+    """`quality_summary.json` as `orjson` with `OPT_INDENT_2` writes it; the tasks of a run too
+    large to keep them in memory (not a dict) are written one at a time into it."""
+    tasks = summary["tasks"]
+    if isinstance(tasks, dict):
+        yield orjson.dumps(summary, option=orjson.OPT_INDENT_2)
+        return
+    text = orjson.dumps({**summary, "tasks": {}}, option=orjson.OPT_INDENT_2)
+    head, tail = text.rsplit(b'"tasks": {}', 1)  # the last key of the summary
+    yield head + b'"tasks": '
+    first = True
+    for name, value in tasks.items():
+        body = orjson.dumps(value, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n    ")
+        yield (b"{\n" if first else b",\n") + b"    " + orjson.dumps(name) + b": " + body
+        first = False
+    yield (b"{}" if first else b"\n  }") + tail
+
+
 def write_report(directory: str, health: HealthRun) -> tuple[str, str]:
     """Write `quality_summary.json` and `rollout_verdicts.jsonl` into `directory` (created if missing)."""
     assert health.summary is not None, "finish() the run's health first"
     os.makedirs(directory, exist_ok=True)
     summary_path = os.path.join(directory, SUMMARY_FILE)
     verdicts_path = os.path.join(directory, VERDICTS_FILE)
-    write_file(summary_path, [orjson.dumps(health.summary, option=orjson.OPT_INDENT_2)], binary=True)
+    write_file(summary_path, summary_chunks(health.summary), binary=True)
     write_file(verdicts_path, health.verdict_rows(), binary=True)
     return summary_path, verdicts_path

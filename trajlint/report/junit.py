@@ -37,39 +37,59 @@ def _xml(text: str) -> str:
     return _xml_only(visible(text))
 
 
-def _noun(findings: list[Finding]) -> str:
-    return f"{len(findings):,} {'finding' if len(findings) == 1 else 'findings'}"
+def _noun(count: int) -> str:
+    return f"{count:,} {'finding' if count == 1 else 'findings'}"
 
 
-def _listing(findings: list[Finding]) -> str:
-    lines = [finding_line(f) for f in findings[:LISTED]]
-    if len(findings) > LISTED:
-        lines.append(f"{len(findings) - LISTED:,} more")
-    return _xml_only("\n".join(lines) + "\n")  # each line escaped by finding_line
+class _Group:
+    """Findings of one rule in one file on one side of the fail level: counted, and the first
+    `LISTED` kept as lines."""
+
+    __slots__ = ("count", "lines", "worst")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.lines: list[str] = []
+        self.worst: str | None = None
+
+    def add(self, f: Finding) -> None:
+        self.count += 1
+        if len(self.lines) < LISTED:
+            self.lines.append(finding_line(f))
+        if self.worst is None or severity_rank(f.severity) < severity_rank(self.worst):
+            self.worst = f.severity
+
+    def listing(self) -> str:
+        lines = list(self.lines)
+        if self.count > LISTED:
+            lines.append(f"{self.count - LISTED:,} more")
+        return _xml_only("\n".join(lines) + "\n")  # each line escaped by finding_line
 
 
-def _case(case: ET.Element, findings: list[Finding], fail_level: str) -> bool:
+def _case(case: ET.Element, failing: _Group | None, below: _Group | None, fail_level: str) -> bool:
     """Fill a rule's case with its findings in one file; whether the case failed."""
-    threshold = severity_rank(fail_level)
-    failing = [f for f in findings if severity_rank(f.severity) <= threshold]
-    below = [f for f in findings if severity_rank(f.severity) > threshold]
-    if failing:
-        worst = min((f.severity for f in failing), key=severity_rank)
-        failure = ET.SubElement(case, "failure", message=_noun(failing), type=worst)
-        failure.text = _listing(failing)
-    if below:
+    if failing is not None:
+        failure = ET.SubElement(case, "failure", message=_noun(failing.count), type=failing.worst or "error")
+        failure.text = failing.listing()
+    if below is not None:
         out = ET.SubElement(case, "system-out")
-        out.text = f"{_noun(below)} below the fail level ({fail_level}):\n" + _listing(below)
-    return bool(failing)
+        out.text = f"{_noun(below.count)} below the fail level ({fail_level}):\n" + below.listing()
+    return failing is not None
 
 
 def tree(report: Report) -> ET.Element:
-    by_file: dict[str, dict[str, list[Finding]]] = defaultdict(lambda: defaultdict(list))
-    for f in report.findings:
-        by_file[f.path][f.code].append(f)
+    threshold = severity_rank(report.fail_level)
+    # (path, code) -> [failing, below]
+    by_file: dict[str, dict[str, list[_Group | None]]] = defaultdict(dict)
     names = {info.code: info.name for info in report.rules}
     for f in report.findings:
         names.setdefault(f.code, f.name)
+        groups = by_file[f.path].setdefault(f.code, [None, None])
+        side = 0 if severity_rank(f.severity) <= threshold else 1
+        group = groups[side]
+        if group is None:
+            group = groups[side] = _Group()
+        group.add(f)
     evaluated = [
         code
         for code, coverage in report.summary.get("rules", {}).items()
@@ -85,7 +105,7 @@ def tree(report: Report) -> ET.Element:
         failures = 0
         for code in codes:
             case = ET.SubElement(suite, "testcase", classname=f"trajlint.{code}", name=_xml(names.get(code, code)))
-            if code in found and _case(case, found[code], report.fail_level):
+            if code in found and _case(case, *found[code], report.fail_level):
                 failures += 1
         suite.set("tests", str(len(codes)))
         suite.set("failures", str(failures))

@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from trajlint import __version__
-from trajlint.findings import Finding, Location, severity_rank
+from trajlint.findings import SEVERITIES, Finding, Location
 from trajlint.read.remote import is_url
 from trajlint.report.document import Report, RuleInfo
 
@@ -142,30 +142,37 @@ def _size(value: Any) -> int:
     return len(orjson.dumps(value))
 
 
-def _results(report: Report, rule_index: dict[str, int], base: int, limit: int) -> tuple[list[dict[str, Any]], int, int]:
-    """(the results, how many findings were left out, how many related locations were).
+def _results(report: Report, rule_index: dict[str, int], base: int, limit: int) -> tuple[list[bytes], int, int]:
+    """(the results, as JSON, how many findings were left out, how many related locations were).
 
     The most severe findings are chosen first, so budgets run out on the least severe; the
-    results keep report order. `base` is the size of the file without its results.
+    results keep report order. `base` is the size of the file without its results. The
+    findings are read once per severity, and only the chosen results (at most `limit`, within
+    `MAX_BYTES`) are kept.
     """
-    findings = report.findings
-    order = sorted(range(len(findings)), key=lambda i: (severity_rank(findings[i].severity), i))
-    chosen: dict[int, dict[str, Any]] = {}
-    size, related_left, related_cut = base, MAX_RELATED, 0
-    for i in order:
-        if len(chosen) >= limit:
-            break
-        f = findings[i]
-        cite = min(len(f.related), MAX_RELATED_PER_RESULT, related_left)
-        result = _result(report, f, rule_index, cite)
-        grown = size + _size(result) + 1  # the comma
-        if grown > MAX_BYTES:
-            break
-        chosen[i] = result
-        size = grown
-        related_left -= cite
-        related_cut += len(f.related) - cite
-    return [chosen[i] for i in sorted(chosen)], len(findings) - len(chosen), related_cut
+    chosen: dict[int, bytes] = {}
+    size, related_left, related_cut, total = base, MAX_RELATED, 0, 0
+    full = False
+    for severity in SEVERITIES:
+        for i, f in enumerate(report.findings):
+            if severity == SEVERITIES[0]:
+                total += 1
+            if f.severity != severity:
+                continue
+            if full or len(chosen) >= limit:
+                full = True
+                continue
+            cite = min(len(f.related), MAX_RELATED_PER_RESULT, related_left)
+            result = orjson.dumps(_result(report, f, rule_index, cite))
+            grown = size + len(result) + 1  # the comma
+            if grown > MAX_BYTES:
+                full = True
+                continue
+            chosen[i] = result
+            size = grown
+            related_left -= cite
+            related_cut += len(f.related) - cite
+    return [chosen[i] for i in sorted(chosen)], total - len(chosen), related_cut
 
 
 def _notification(report: Report, left_out: int, related_cut: int, limit: int) -> dict[str, Any]:
@@ -187,10 +194,20 @@ def _notification(report: Report, left_out: int, related_cut: int, limit: int) -
 
 
 def sarif_log(report: Report, limit: int = MAX_RESULTS) -> dict[str, Any]:
+    log, results = _log(report, limit)
+    log["runs"][0]["results"] = [orjson.loads(result) for result in results]
+    return log
+
+
+def _log(report: Report, limit: int) -> tuple[dict[str, Any], list[bytes]]:
+    """The log without its results, and the results as JSON."""
     rules = list(report.rules)
     known = {info.code for info in rules}
+    total = related = 0
     # A finding of a rule the run did not list (it cannot happen today) still gets a descriptor.
     for f in report.findings:
+        total += 1
+        related += len(f.related)
         if f.code not in known:
             known.add(f.code)
             rules.append(RuleInfo(f.code, f.name, f.severity, f.severity, f.name, ""))
@@ -212,24 +229,29 @@ def sarif_log(report: Report, limit: int = MAX_RESULTS) -> dict[str, Any]:
         "invocations": [invocation],
         "results": [],
         "properties": {
-            "findings": len(report.findings),
-            "leftOut": len(report.findings),
-            "relatedLocationsLeftOut": sum(len(f.related) for f in report.findings),
+            "findings": total,
+            "leftOut": total,
+            "relatedLocationsLeftOut": related,
             "availabilityNotShown": (report.summary.get("hidden") or {}).get("availability", 0),
         },
     }
     log = {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
     # Room for the notification (its numbers are not known yet) and the final counts' digits.
-    base = _size(log) + _size(_notification(report, len(report.findings), 10**9, limit)) + 64
+    base = _size(log) + _size(_notification(report, total, 10**9, limit)) + 64
     results, left_out, related_cut = _results(report, rule_index, base, limit)
-    run["results"] = results
     run["properties"]["leftOut"] = left_out
     run["properties"]["relatedLocationsLeftOut"] = related_cut
     if left_out or related_cut:
         invocation["toolExecutionNotifications"] = [_notification(report, left_out, related_cut, limit)]
-    return log
+    return log, results
 
 
 def render(report: Report) -> Iterator[str]:
     # Compact: the file is read by programs, and indenting would add a third to its size.
-    yield orjson.dumps(sarif_log(report)).decode() + "\n"
+    log, results = _log(report, MAX_RESULTS)
+    text = orjson.dumps(log).decode()
+    # The one key `"results":[]` of the text: any other quote in it is escaped inside a string.
+    head, tail = text.split('"results":[]', 1)
+    yield head + '"results":['
+    yield ",".join(result.decode() for result in results)
+    yield "]" + tail + "\n"

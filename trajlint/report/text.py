@@ -67,6 +67,13 @@ def not_listed(summary: dict[str, Any]) -> list[str]:
     hidden = (summary.get("hidden") or {}).get("availability", 0)
     if hidden:
         notes.append(f"{_plural(hidden, 'availability note')} not shown; --show-availability shows them")
+    truncated = summary.get("truncated")
+    if truncated:
+        runs = len(truncated["runs"])
+        notes.append(
+            f"{truncated['findings']:,} not listed: {_plural(runs, 'run')} passed max-findings-per-run "
+            f"{truncated['max_findings_per_run']:,}; --max-findings-per-run 0 lists them all"
+        )
     return notes
 
 

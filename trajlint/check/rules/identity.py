@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -16,6 +17,7 @@ from trajlint.pointer import child
 from trajlint.row import walk
 from trajlint.row.sections import CAPTURE, STATED
 from trajlint.row.values import hashable
+from trajlint.spill import Sorted, key_bytes
 
 
 @run_rule("duplicate-rollout-identity", reads=["row"])
@@ -26,13 +28,13 @@ class DuplicateRolloutIdentity:
     A run is one input file unless the user groups files into runs (`--runs`, `--run-group`):
     separate runs number their tasks from 0 each, so the same indices in two runs are no
     duplicate. A row without `_ng_task_index` is numbered by its position, as NeMo Gym numbers
-    it, so it is never a copy. Keeps one small entry per distinct key (where it was first seen,
-    and any repeats), so memory grows with the number of rollouts, never with their size.
+    it, so it is never a copy. Each row's key and place are sorted by key at the end (on disk
+    past a budget, `spill.Sorted`), so memory stays flat however many rollouts a run has.
     """
 
     def __init__(self) -> None:
-        self._first: dict[tuple[Any, Any, Any], tuple[str, int, Rollout | None]] = {}
-        self._repeated: dict[tuple[Any, Any, Any], list[tuple[str, int, Rollout | None]]] = {}
+        # (sort key, place number, key, path, line, identity), sorted by key; ties in row order
+        self._rows: Sorted[tuple[bytes, Any, str, int, Rollout | None]] = Sorted(_first)
 
     def digest(self, subject: Subject) -> tuple[tuple[Any, Any, Any], Rollout | None] | None:
         row = subject.row
@@ -43,33 +45,41 @@ class DuplicateRolloutIdentity:
 
     def absorb(self, location: Location, digest: tuple[tuple[Any, Any, Any], Rollout | None]) -> None:
         key, identity = digest
-        place = (location.path, location.line, identity)
-        first = self._first.setdefault(key, place)
-        if first is not place:
-            self._repeated.setdefault(key, [first]).append(place)
+        self._rows.append((key_bytes(key), key, location.path, location.line, identity))
 
     def finish(self) -> Iterator[tuple[Location, Rollout | None, Violation]]:
-        for (stage, task, rollout), places in self._repeated.items():
-            in_stage = f" in stage {_stage_text(stage)}" if stage is not None else ""
-            cited = f" (the first {CITED} others are cited)" if len(places) > CITED + 1 else ""
-            per_file = Counter(path for path, _, _ in places)  # counted once: a group may hold thousands
-            files = len(per_file)
-            for path, line, identity in places:
-                here = per_file[path]
-                where = " in this file" if files == 1 else f" in {files:,} files of this run ({here:,} in this file)"
-                # Every row of a group citing every other is quadratic: thousands of rows with one
-                # identity (a producer that never advanced its indices) would exhaust memory.
-                others = tuple(Location(p, n) for p, n, _ in places[: CITED + 1] if (p, n) != (path, line))
-                yield (
-                    Location(path, line),
-                    identity,
-                    Violation(
-                        "",
-                        f"rollout _ng_task_index={_index_text(task)} _ng_rollout_index={_index_text(rollout)} "
-                        f"is recorded by {len(places):,} rows{where}{in_stage}{cited}",
-                        others[:CITED],
-                    ),
-                )
+        try:
+            for _, group in itertools.groupby(self._rows, key=_first):
+                places = list(group)
+                if len(places) > 1:
+                    yield from self._group(places)
+        finally:
+            self._rows.close()
+
+    @staticmethod
+    def _group(group: list[tuple[bytes, Any, str, int, Rollout | None]]) -> Iterator[tuple[Location, Rollout | None, Violation]]:
+        stage, task, rollout = group[0][1]
+        places = [(path, line, identity) for _, _, path, line, identity in group]
+        in_stage = f" in stage {_stage_text(stage)}" if stage is not None else ""
+        cited = f" (the first {CITED} others are cited)" if len(places) > CITED + 1 else ""
+        per_file = Counter(path for path, _, _ in places)  # counted once: a group may hold thousands
+        files = len(per_file)
+        for path, line, identity in places:
+            here = per_file[path]
+            where = " in this file" if files == 1 else f" in {files:,} files of this run ({here:,} in this file)"
+            # Every row of a group citing every other is quadratic: thousands of rows with one
+            # identity (a producer that never advanced its indices) would exhaust memory.
+            others = tuple(Location(p, n) for p, n, _ in places[: CITED + 1] if (p, n) != (path, line))
+            yield (
+                Location(path, line),
+                identity,
+                Violation(
+                    "",
+                    f"rollout _ng_task_index={_index_text(task)} _ng_rollout_index={_index_text(rollout)} "
+                    f"is recorded by {len(places):,} rows{where}{in_stage}{cited}",
+                    others[:CITED],
+                ),
+            )
 
 
 @run_rule("shared-capture-key", reads=["row"])
@@ -82,9 +92,9 @@ class SharedCaptureKey:
     """
 
     def __init__(self) -> None:
-        # (stage, capture key) -> (first place, its rollout key); then the rows that differ from it
-        self._first: dict[tuple[Any, str], tuple[tuple[str, int], Any]] = {}
-        self._clashes: dict[tuple[Any, str], list[tuple[str, int]]] = {}
+        # (sort key of (stage, capture key), capture key, path, line, rollout key), sorted by
+        # the first; the first row of a group is the one the others are compared with
+        self._rows: Sorted[tuple[bytes, str, str, int, Any]] = Sorted(_first)
 
     def digest(self, subject: Subject) -> tuple[Any, str, Any] | None:
         row = subject.row
@@ -96,26 +106,43 @@ class SharedCaptureKey:
 
     def absorb(self, location: Location, digest: tuple[Any, str, Any]) -> None:
         stage, key, rollout = digest
-        place = (location.path, location.line)
-        first = self._first.setdefault((stage, key), (place, rollout))
-        if first[1] != rollout:
-            self._clashes.setdefault((stage, key), [first[0]]).append(place)
+        self._rows.append((key_bytes((stage, key)), key, location.path, location.line, rollout))
 
     def finish(self) -> Iterator[tuple[Location, Rollout | None, Violation]]:
-        for (_, key), places in self._clashes.items():
-            for path, line in places:
-                others = tuple(Location(p, n) for p, n in places[: CITED + 1] if (p, n) != (path, line))
-                yield (
-                    Location(path, line),
-                    None,
-                    Violation(
-                        "",
-                        f"capture key {key!r} is shared by {len(places):,} rows that are different rollouts "
-                        "(other task or rollout indices): NeMo Gym files each rollout's captured model "
-                        "calls under this key, so they get each other's calls",
-                        others[:CITED],
-                    ),
-                )
+        try:
+            for _, group in itertools.groupby(self._rows, key=_first):
+                first: tuple[bytes, str, str, int, Any] | None = None
+                places: list[tuple[str, int]] = []
+                for entry in group:
+                    if first is None:
+                        first = entry
+                    elif entry[4] == first[4]:  # the first row's own rollout: no clash
+                        continue
+                    places.append((entry[2], entry[3]))
+                if first is not None and len(places) > 1:
+                    yield from self._group(first[1], places)
+        finally:
+            self._rows.close()
+
+    @staticmethod
+    def _group(key: str, places: list[tuple[str, int]]) -> Iterator[tuple[Location, Rollout | None, Violation]]:
+        for path, line in places:
+            others = tuple(Location(p, n) for p, n in places[: CITED + 1] if (p, n) != (path, line))
+            yield (
+                Location(path, line),
+                None,
+                Violation(
+                    "",
+                    f"capture key {key!r} is shared by {len(places):,} rows that are different rollouts "
+                    "(other task or rollout indices): NeMo Gym files each rollout's captured model "
+                    "calls under this key, so they get each other's calls",
+                    others[:CITED],
+                ),
+            )
+
+
+def _first(entry: tuple[Any, ...]) -> Any:
+    return entry[0]
 
 
 def _index_text(value: Any) -> str:
