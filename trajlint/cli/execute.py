@@ -258,8 +258,10 @@ def _check(sources: list[Any], rules: dict[str, Any], found: Any, settings: dict
     """The check stage's run with this invocation's settings; a lost worker is one line, exit 2."""
     from trajlint.check.parallel import WorkerLost
     from trajlint.check.run import run
+    from trajlint.read import native
 
     try:
+        native.mode()  # a TRAJLINT_CORE this installation cannot honour ends the run before it starts
         return run(
             sources,
             rules,
@@ -269,7 +271,7 @@ def _check(sources: list[Any], rules: dict[str, Any], found: Any, settings: dict
             runs=_runs(settings),
             file_kinds=_file_kinds(found, settings),
         )
-    except WorkerLost as exc:
+    except (WorkerLost, native.CoreError, native.CoreMismatch) as exc:
         raise Failure(str(exc)) from None
 
 
