@@ -56,21 +56,23 @@ pub fn scan(line: &[u8]) -> u32 {
     }
 }
 
-const ONES: u64 = 0x0101_0101_0101_0101;
+const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
-/// Whether any byte of `word` is zero (exact as a yes/no answer).
+/// The high bit of each byte of `word` that is zero, and of no other byte (no carry crosses a
+/// byte: the low seven bits plus 0x7f stay below 0x100).
 #[inline]
-fn has_zero(word: u64) -> bool {
-    word.wrapping_sub(ONES) & !word & HIGHS != 0
+fn zero_bytes(word: u64) -> u64 {
+    !(((word & LOW7) + LOW7) | word | LOW7)
 }
 
-/// Whether any byte of `word` is a quote, a backslash or a control character.
+/// The high bit of each byte of `word` (little-endian) that is a quote, a backslash or a
+/// control character (below 0x20), exactly.
 #[inline]
-fn has_special(word: u64) -> bool {
-    has_zero(word ^ (ONES * b'"' as u64))
-        || has_zero(word ^ (ONES * b'\\' as u64))
-        || word.wrapping_sub(ONES * 0x20) & !word & HIGHS != 0
+fn special_bytes(word: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let control = !(((word & LOW7) + ONES * 0x60) | word) & HIGHS;
+    control | zero_bytes(word ^ (ONES * b'"' as u64)) | zero_bytes(word ^ (ONES * b'\\' as u64))
 }
 
 fn hex_value(digits: &[u8]) -> Option<u32> {
@@ -317,11 +319,14 @@ impl Scanner<'_> {
         let line = self.line;
         let mut escaped = false;
         loop {
+            // Eight bytes at a time up to the next quote, backslash or control character.
             while let Some(chunk) = line.get(self.at..self.at + 8) {
                 let word = u64::from_le_bytes([
                     chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7],
                 ]);
-                if has_special(word) {
+                let special = special_bytes(word);
+                if special != 0 {
+                    self.at += (special.trailing_zeros() / 8) as usize;
                     break;
                 }
                 self.at += 8;
@@ -452,6 +457,21 @@ mod tests {
         assert_eq!(scan(b""), INVALID);
         assert_eq!(scan(b"[1,]"), INVALID);
         assert_eq!(scan(b"01"), INVALID);
+    }
+
+    #[test]
+    fn special_bytes_are_exact() {
+        for byte in 0..=255u8 {
+            for lane in 0..8 {
+                let mut bytes = [b'a'; 8];
+                bytes[lane] = byte;
+                let expected = byte == b'"' || byte == b'\\' || byte < 0x20;
+                let found = special_bytes(u64::from_le_bytes(bytes));
+                assert_eq!(found, if expected { 0x80 << (8 * lane) } else { 0 }, "byte {byte:#x} lane {lane}");
+            }
+        }
+        assert_eq!(scan(b"\"abcdefgh\tij\""), INVALID);
+        assert_eq!(scan(b"\"abcdefghijklmnop\\\"q\""), 0);
     }
 
     #[test]
