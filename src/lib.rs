@@ -15,6 +15,8 @@ fn scan_line(line: &[u8]) -> u32 {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // What the Python side expects of this module; raised whenever a function changes.
+    m.add("API", 1)?;
     m.add("INVALID", strict::INVALID)?;
     m.add("REPEATED", strict::REPEATED)?;
     m.add("OVERSIZED", strict::OVERSIZED)?;

@@ -190,6 +190,13 @@ def test_a_clean_verdict_skips_the_python_rescan(core):
     assert [v.pointer for v in integer_out_of_range(asked)] == ["/n"]
 
 
+def test_the_core_is_the_one_this_code_expects(core):
+    import trajlint
+
+    assert core.API == native.API
+    assert core.__version__ == trajlint.__version__
+
+
 def test_unknown_mode_is_one_line_exit_2():
     done = _trajlint("sometimes", "check", "--isolated", str(EXAMPLES))
     assert done.returncode == 2

@@ -24,6 +24,9 @@ REPEATED = 2
 OVERSIZED = 4
 
 MODES = ("off", "on", "check")
+#: The `trajlint._core` this code was written for (`API` in src/lib.rs); a core built from other
+#: sources is not used.
+API = 1
 
 
 class CoreError(ValueError):
@@ -40,7 +43,7 @@ def _module() -> object | None:
         from trajlint import _core
     except ImportError:
         return _installed_core()
-    return _core
+    return _core if getattr(_core, "API", None) == API else None
 
 
 def _installed_core() -> object | None:
@@ -76,7 +79,7 @@ def _installed_core() -> object | None:
                 spec.loader.exec_module(module)
             except ImportError:
                 continue
-            if getattr(module, "__version__", None) != __version__:
+            if getattr(module, "__version__", None) != __version__ or getattr(module, "API", None) != API:
                 continue  # another trajlint's core: its answers may not be this one's
             sys.modules["trajlint._core"] = module
             return module
@@ -99,7 +102,8 @@ def mode() -> str:
     if wanted != "off" and not available():
         raise CoreError(
             f"TRAJLINT_CORE={wanted} needs trajlint's native core (trajlint._core), which this "
-            "installation lacks; install trajlint with pip (it compiles the core) or set TRAJLINT_CORE=off"
+            "installation lacks (or has from other sources); install trajlint with pip (it compiles "
+            "the core) or set TRAJLINT_CORE=off"
         )
     return wanted
 
