@@ -31,7 +31,7 @@ def test_broken_example_fails_with_findings():
     assert result.exit_code == 1
     lines = result.output.splitlines()
     assert lines[-1].startswith("Found ")
-    codes = {line.split(": ", 1)[1].split()[0] for line in lines[:-1]}
+    codes = {line.split(": ", 1)[1].split()[1] for line in lines[:-1]}
     assert {"TL002", "TL003", "TL104", "TL401"} <= codes
     assert all(line.startswith(str(EXAMPLES / "broken.jsonl") + ":") for line in lines[:-1])
 
@@ -74,10 +74,14 @@ def test_each_broken_line_is_one_finding_at_its_line(tmp_path, line, needle):
     assert "Traceback" not in result.output
 
 
-def test_missing_path_is_a_finding_not_a_crash(tmp_path):
-    result = invoke("check", str(tmp_path / "nope.jsonl"))
-    assert result.exit_code == 1
-    assert "TL001 unreadable-file" in result.output
+@pytest.mark.parametrize("select", [(), ("--select", "TL104")], ids=["all-rules", "without-TL001"])
+@pytest.mark.parametrize("name", ["nope.jsonl", "nope-*.jsonl"], ids=["path", "glob"])
+def test_a_missing_input_is_a_usage_error_whatever_rules_run(tmp_path, name, select):
+    result = invoke("check", *select, str(tmp_path / name))
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    missing = "glob matched no files" if "*" in name else "no such file or directory"
+    assert result.stderr == f"Error: {tmp_path / name}: {missing}\n"
 
 
 def test_stdin(tmp_path):
@@ -205,13 +209,48 @@ def test_threshold_flags_on_the_clean_example(args):
     assert invoke("check", *args, str(EXAMPLES / "clean.jsonl")).exit_code == 0
 
 
-def test_quiet_shows_only_the_summary_but_files_are_complete(tmp_path):
+def test_quiet_prints_findings_without_the_summary_and_files_are_complete(tmp_path):
     out = tmp_path / "r.jsonl"
     result = invoke("check", "--quiet", "--output-format", "concise", "--output-format", f"jsonl:{out}", str(EXAMPLES))
     assert result.exit_code == 1
     full = invoke("check", "--output-format", "concise", str(EXAMPLES)).output.splitlines()
-    assert result.output.splitlines() == full[-1:]
+    assert full[-1].startswith("Found ")
+    assert result.stdout.splitlines() == full[:-1]
+    assert result.stderr == ""
     assert len(out.read_text().splitlines()) == len(full) - 1
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif", "gitlab", "junit", "jsonl"])
+def test_quiet_keeps_machine_formats_whole(fmt):
+    plain = invoke("check", "--output-format", fmt, str(EXAMPLES))
+    quiet = invoke("check", "-q", "--output-format", fmt, str(EXAMPLES))
+    assert quiet.exit_code == plain.exit_code == 1
+    assert quiet.stdout == plain.stdout and quiet.stdout.strip()
+
+
+def test_quiet_with_every_report_in_a_file_prints_nothing(tmp_path):
+    result = invoke("check", "-q", "--output-format", f"json:{tmp_path / 'r.json'}", str(EXAMPLES))
+    assert result.exit_code == 1 and result.output == ""
+    assert json.loads((tmp_path / "r.json").read_text())["findings"]
+    (tmp_path / "empty").mkdir()
+    assert invoke("check", "-q", str(tmp_path / "empty")).output == ""  # no warning either, as ruff -q
+    assert "no rollout files found" in invoke("check", str(tmp_path / "empty")).stderr
+
+
+@pytest.mark.parametrize("fmt", ["full", "concise", "json"])
+def test_silent_prints_nothing_and_exits_by_the_findings(tmp_path, fmt):
+    out = tmp_path / "r.sarif"
+    result = invoke("check", "-s", "--output-format", fmt, "--output-format", f"sarif:{out}", str(EXAMPLES))
+    assert result.exit_code == 1 and result.output == ""
+    assert json.loads(out.read_text())["runs"][0]["results"]
+    clean = invoke("check", "--silent", str(EXAMPLES / "clean.jsonl"))
+    assert clean.exit_code == 0 and clean.output == ""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert invoke("check", "-s", str(empty)).output == ""
+    # A failure is still said, in one line.
+    missing = invoke("check", "-s", str(tmp_path / "nope.jsonl"))
+    assert missing.exit_code == 2 and missing.stderr.count("\n") == 1
 
 
 def test_statistics_text_and_json():
@@ -221,28 +260,42 @@ def test_statistics_text_and_json():
         key=lambda row: (-row["count"], row["code"]),
     )
     by_rule, health = invoke("check", "--statistics", str(EXAMPLES)).output.split("\n\n")
-    *text, hidden = by_rule.splitlines()
-    assert [line.split() for line in text] == [[str(r["count"]), r["code"], r["name"]] for r in expected]
-    # What the counts leave out is said, as the summary line says it.
+    *text, summary = by_rule.splitlines()
+    expected_rows = [[str(r["count"]), r["code"], r["severity"], r["name"]] for r in expected]
+    assert [line.split() for line in text] == expected_rows
+    # The totals follow, with what the counts leave out, as the summary line says it.
     assert doc["summary"]["hidden"] == {"availability": 1}
-    assert hidden == "(1 availability note not shown; --show-availability shows them)"
+    assert summary.startswith(f"Found {len(doc['findings'])} findings in ")
+    assert summary.endswith("(1 availability note not shown; --show-availability shows them).")
     assert health.startswith("Rollout health: 13 rollouts, ")
-    assert "2  TL002  invalid-json" in text
+    assert "2  TL002  error    invalid-json" in text
     rows = json.loads(invoke("check", "--statistics", "--output-format", "json", str(EXAMPLES)).output)
     assert rows == [{"code": r["code"], "name": r["name"], "severity": r["severity"], "count": r["count"]} for r in expected]
     assert sum(r["count"] for r in rows) == len(doc["findings"])
+    lines = invoke("check", "--statistics", "--output-format", "jsonl", str(EXAMPLES)).output.splitlines()
+    assert [json.loads(line) for line in lines] == rows
     clean = invoke("check", "--statistics", str(EXAMPLES / "clean.jsonl"))
     assert clean.output.startswith("All checks passed")
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "github", "junit", "gitlab"])
+def test_statistics_in_a_format_without_a_table_is_refused_in_one_line(fmt):
+    result = invoke("check", "--statistics", "--output-format", fmt, str(EXAMPLES))
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == (
+        f"Error: --statistics has no {fmt} form; use it with full, concise, json, jsonl "
+        "(reports written to files stay whole)\n"
+    )
 
 
 def test_show_files_lists_and_exits_zero(tmp_path):
     (tmp_path / "b.jsonl").write_text("[]\n")
     (tmp_path / "a.jsonl.gz").write_bytes(b"")
     (tmp_path / "notes.txt").write_text("x")
-    result = CliRunner().invoke(main, ["check", "--show-files", str(tmp_path), str(tmp_path / "gone.jsonl")])
+    result = CliRunner().invoke(main, ["check", "--show-files", str(tmp_path), "/dev/null"])
     assert result.exit_code == 0
     assert result.stdout.splitlines() == [str(tmp_path / "a.jsonl.gz"), str(tmp_path / "b.jsonl")]
-    assert "gone.jsonl" in result.stderr
+    assert "/dev/null: is a device" in result.stderr
 
 
 @pytest.mark.slow

@@ -25,6 +25,11 @@ SARIF_SCHEMA = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").
 FORMATS = ("full", "concise", "json", "jsonl", "sarif", "github", "junit", "gitlab")
 
 
+# A path through a file: not a missing input (it cannot even be looked for), an unreadable-file
+# finding with no line. A missing input would end the run instead.
+UNREADABLE = "examples/clean.jsonl/inside.jsonl"
+
+
 def invoke(*args: str, env: dict[str, str] | None = None):
     return CliRunner().invoke(main, ["check", *args], env=env, catch_exceptions=False)
 
@@ -108,8 +113,8 @@ def test_concise_is_one_line_per_finding(in_root):
     assert len(lines) == len(doc["findings"]) + 1
     for line, f in zip(lines, doc["findings"], strict=False):
         tail = f" [{f['pointer']}]" if f["pointer"] else ""
-        assert line == f"examples/broken.jsonl:{f['line']}: {f['code']} {f['name']} {f['message']}{tail}"
-    assert any(line.startswith("examples/broken.jsonl:4: TL003 row-not-object a rollout row") for line in lines)
+        assert line == f"examples/broken.jsonl:{f['line']}: {f['severity']} {f['code']} {f['name']} {f['message']}{tail}"
+    assert any(line.startswith("examples/broken.jsonl:4: error TL003 row-not-object a rollout row") for line in lines)
 
 
 def test_jsonl_is_one_finding_per_line_without_summary(in_root):
@@ -130,7 +135,7 @@ def test_jsonl_is_one_finding_per_line_without_summary(in_root):
 
 
 def test_sarif_validates_against_the_official_schema(in_root):
-    result = invoke("--output-format", "sarif", "examples/", "examples/missing.jsonl")
+    result = invoke("--output-format", "sarif", "examples/", UNREADABLE)
     log = json.loads(result.output)
     jsonschema.Draft4Validator(SARIF_SCHEMA).validate(log)
     (run,) = log["runs"]
@@ -143,9 +148,9 @@ def test_sarif_validates_against_the_official_schema(in_root):
         assert rule["help"]["markdown"]
         assert rule["defaultConfiguration"]["level"] in ("error", "warning", "note")
         assert rule["properties"]["severity"] in ("error", "warning", "info")
-    doc = json.loads(invoke("--output-format", "json", "examples/", "examples/missing.jsonl").output)
+    doc = json.loads(invoke("--output-format", "json", "examples/", UNREADABLE).output)
     assert len(run["results"]) == len(doc["findings"])
-    assert any(f["line"] == 0 for f in doc["findings"])  # the missing file
+    assert any(f["line"] == 0 for f in doc["findings"])  # the unreadable input
     for res, finding in zip(run["results"], doc["findings"], strict=True):
         assert rule_ids[res["ruleIndex"]] == res["ruleId"] == finding["code"]
         assert res["level"] == sarif.LEVELS[finding["severity"]]
@@ -386,7 +391,7 @@ def test_junit_suite_per_file_case_per_rule(in_root):
     failure = broken["trajlint.TL002"].find("failure")
     assert broken["trajlint.TL002"].get("name") == "invalid-json"
     assert failure.get("message") == "2 findings" and failure.get("type") == "error"
-    assert failure.text.splitlines()[0].startswith("examples/broken.jsonl:2: TL002 invalid-json")
+    assert failure.text.splitlines()[0].startswith("examples/broken.jsonl:2: error TL002 invalid-json")
     assert all(broken[f"trajlint.{code}"].find("failure") is None for code in passing)
     assert root.get("failures") == str(len(failing))
     assert root.find(".//error") is None
@@ -426,7 +431,7 @@ def _junit_schema():
 def test_junit_validates_against_jenkins_schema(in_root, tmp_path, fail_level):
     etree, schema = _junit_schema()
     path = tmp_path / "junit.xml"
-    invoke("--output-format", f"junit:{path}", "--fail-level", fail_level, "examples/", "examples/missing.jsonl")
+    invoke("--output-format", f"junit:{path}", "--fail-level", fail_level, "examples/", UNREADABLE)
     schema.assertValid(etree.parse(str(path)))
     findings = [_finding(1, "error"), _finding(2, "info", message="bad \x00 <&>")]
     for level in ("error", "info"):
@@ -479,10 +484,10 @@ GITLAB_SEVERITIES = {"info", "minor", "major", "critical", "blocker"}
 
 
 def test_gitlab_code_quality_issue_per_finding(in_root):
-    result = invoke("--output-format", "gitlab", "examples/", "examples/missing.jsonl")
+    result = invoke("--output-format", "gitlab", "examples/", UNREADABLE)
     assert result.exit_code == 1
     issues = json.loads(result.stdout)
-    doc = as_json("examples/", "examples/missing.jsonl")
+    doc = as_json("examples/", UNREADABLE)
     assert isinstance(issues, list) and len(issues) == len(doc["findings"])
     for issue, finding in zip(issues, doc["findings"], strict=True):
         assert set(issue) == {"description", "check_name", "fingerprint", "severity", "location"}
@@ -494,7 +499,7 @@ def test_gitlab_code_quality_issue_per_finding(in_root):
         assert len(issue["fingerprint"]) == 32
     # GitLab shows one issue per fingerprint: they must not repeat.
     assert len({issue["fingerprint"] for issue in issues}) == len(issues)
-    assert invoke("--output-format", "gitlab", "examples/", "examples/missing.jsonl").stdout == result.stdout
+    assert invoke("--output-format", "gitlab", "examples/", UNREADABLE).stdout == result.stdout
 
 
 def test_gitlab_fingerprints_are_unique_and_stable_when_rows_move(tmp_path, monkeypatch):

@@ -52,7 +52,7 @@ def inputs(tmp_path) -> Path:
         ["check"],
         ["check", "--output-format", "json", "-o", "{out}/report.json"],
         ["check", "--output-format", "sarif:{out}/r.sarif", "--output-format", "junit:{out}/r.xml",
-         "--output-format", "github", "--statistics"],
+         "--output-format", "concise", "--statistics"],
         ["build", "-o", "{out}/built.jsonl"],
         ["build", "--trajectory-only"],
         ["baseline", "-o", "{out}/baseline.json"],

@@ -234,10 +234,10 @@ def test_a_50mb_line_below_max_row_bytes_is_checked(fifty_megabyte_line):
     assert "row-too-large" not in {f["name"] for f in report["findings"]}
 
 
-def test_missing_path_is_a_finding(tmp_path):
-    code, report, _ = lint(str(tmp_path / "nowhere.jsonl"))
-    assert code == 1
-    assert named(report) == {("unreadable-file", 0)}
+def test_missing_path_ends_the_run_in_one_line(tmp_path):
+    result = CliRunner().invoke(main, ["check", "--isolated", str(tmp_path / "nowhere.jsonl")])
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: {tmp_path / 'nowhere.jsonl'}: no such file or directory\n"
 
 
 def test_symlinks_that_lead_nowhere(tmp_path):
@@ -491,11 +491,12 @@ def test_a_path_with_a_nul_byte_is_a_finding(argument):
     assert "NUL byte" in report["findings"][0]["message"]
 
 
-def test_an_empty_path_is_reported_as_itself_not_as_the_current_directory(tmp_path, monkeypatch):
+def test_an_empty_path_is_an_error_not_the_current_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    code, report, _ = lint("")
-    assert code == 1
-    assert [(f["path"], f["name"]) for f in report["findings"]] == [("", "unreadable-file")]
+    (tmp_path / "rows.jsonl").write_bytes(b"[]\n")
+    result = CliRunner().invoke(main, ["check", "--isolated", ""])
+    assert result.exit_code == 2
+    assert result.stderr == "Error: an empty path names no file\n"
 
 
 # -- regressions: the health rules -------------------------------------------------------------

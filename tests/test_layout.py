@@ -27,6 +27,7 @@ STAGES = {
     "trajlint.report": 6,
     "trajlint.cli": 7,
     "trajlint.__main__": 8,
+    "trajlint.api": 8,  # the Python API, beside the CLI: it calls what the CLI calls
 }
 
 

@@ -40,6 +40,8 @@ def test_wheel_contains_schemas_and_rules(installed):
     rules = {p.name for p in (ROOT / "rules").glob("*.toml")}
     assert {f"trajlint/data/schemas/{n}" for n in schemas} <= names
     assert {f"trajlint/data/rules/{n}" for n in rules} <= names
+    # PEP 561: type checkers use the API's annotations only from a package marked as typed
+    assert {"trajlint/py.typed", "trajlint/__init__.pyi", "trajlint/api.py"} <= names
 
 
 @pytest.mark.slow
@@ -92,3 +94,39 @@ def test_wheel_carries_the_native_core(installed):
     assert version.returncode == 0, version.stderr
     core, package = version.stdout.split()
     assert core == package
+
+
+@pytest.mark.slow
+def test_an_installed_trajlint_refuses_schema_write_in_one_line_and_bundles(installed):
+    _, site, work = installed
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    for cwd in (work, ROOT):  # even inside a checkout, the wheel's models are not the checkout's
+        result = subprocess.run(
+            # -P: the working directory is not put on sys.path, so the checkout is not imported
+            [sys.executable, "-P", "-m", "trajlint", "schema", "--write"],
+            capture_output=True, text=True, env=env, cwd=cwd,
+        )
+        assert result.returncode == 2 and result.stdout == ""
+        assert result.stderr.count("\n") == 1 and "pip install -e ." in result.stderr
+        assert "Traceback" not in result.stderr
+    bundled = subprocess.run(
+        [sys.executable, "-m", "trajlint", "schema", "--bundle", "rollout-row"],
+        capture_output=True, text=True, env=env, cwd=work,
+    )
+    assert bundled.returncode == 0 and '"common.ModelCallRef"' in bundled.stdout
+
+
+def test_license_file_is_the_one_pyproject_names():
+    import tomllib
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"]["text"]
+    text = (ROOT / "LICENSE").read_text()
+    assert declared == "Apache-2.0"
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+    assert "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in text and "END OF TERMS AND CONDITIONS" in text
+
+
+@pytest.mark.slow
+def test_wheel_carries_the_license(installed):
+    wheel, _, _ = installed
+    assert any(name.endswith("/LICENSE") and ".dist-info/" in name for name in zipfile.ZipFile(wheel).namelist())

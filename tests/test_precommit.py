@@ -96,5 +96,66 @@ def test_try_repo_fails_a_broken_file_with_its_findings(user_repo):
     assert result.returncode == 1, output
     assert "Failed" in output
     # The hook prints the concise format: one line per finding.
-    assert "broken.jsonl:3: TL104 trajectory-schema" in output
+    assert "broken.jsonl:3: error TL104 trajectory-schema" in output
     assert "clean.jsonl:" not in output
+
+
+def _user_repo(tmp_path, home, config: str):
+    repo = tmp_path / "user"
+    repo.mkdir()
+    git("init", "-q", cwd=repo, home=home)
+    shutil.copy(EXAMPLES / "clean.jsonl", repo / "clean.jsonl")
+    shutil.copy(EXAMPLES / "broken.jsonl", repo / "broken.jsonl")
+    (repo / "vendor").mkdir()
+    shutil.copy(EXAMPLES / "broken.jsonl", repo / "vendor" / "broken.jsonl")
+    (repo / ".pre-commit-config.yaml").write_text(config)
+    return repo
+
+
+@pytest.mark.slow
+def test_a_config_pinned_by_autoupdate_freeze_to_a_commit_runs(tmp_path, hook_repo):
+    """The README's route: `pre-commit autoupdate --freeze` pins the hook to a commit hash
+    (the repository has no tags), and the pinned hook runs."""
+    snapshot, home = hook_repo
+    config = f"repos:\n  - repo: {snapshot}\n    rev: placeholder\n    hooks:\n      - id: trajlint\n"
+    repo = _user_repo(tmp_path, home, config)
+    updated = pre_commit("autoupdate", "--freeze", cwd=repo, home=home)
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=snapshot, capture_output=True, text=True).stdout.strip()
+    assert f"rev: {head}" in (repo / ".pre-commit-config.yaml").read_text()
+    result = pre_commit("run", "--files", "clean.jsonl", "broken.jsonl", cwd=repo, home=home)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "broken.jsonl:3: error TL104 trajectory-schema" in result.stdout
+
+
+@pytest.mark.slow
+def test_a_local_hook_with_the_manifests_entry_honours_the_configurations_exclude(tmp_path):
+    """The README's `repo: local` hook, with the manifest's own entry: pre-commit names every
+    file, and --force-exclude keeps an excluded one out."""
+    import yaml
+
+    (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert hook["entry"].startswith("trajlint check ") and "--force-exclude" in hook["entry"]
+    # The trajlint of this checkout, whether or not it is installed where the tests run.
+    entry = hook["entry"].replace("trajlint", f"{sys.executable} -m trajlint", 1)
+    config = (
+        "repos:\n  - repo: local\n    hooks:\n      - id: trajlint\n        name: trajlint\n"
+        f"        entry: {entry}\n        language: system\n        files: '{hook['files']}'\n"
+        "        require_serial: true\n"
+    )
+    home = tmp_path / "home"
+    repo = _user_repo(tmp_path, home, config)
+    env = {"PYTHONPATH": str(ROOT)}
+    (repo / "trajlint.toml").write_text('extend-exclude = ["vendor"]\n')
+
+    def run(*files):
+        return subprocess.run(
+            [sys.executable, "-m", "pre_commit", "run", "--files", *files],
+            capture_output=True, text=True, cwd=repo, env=_env(home) | env, timeout=300,
+        )
+
+    excluded = run("clean.jsonl", "vendor/broken.jsonl")
+    assert excluded.returncode == 0, excluded.stdout + excluded.stderr
+    failed = run("clean.jsonl", "broken.jsonl", "vendor/broken.jsonl")
+    assert failed.returncode == 1
+    assert "broken.jsonl:3: error TL104" in failed.stdout and "vendor/" not in failed.stdout

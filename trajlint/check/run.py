@@ -13,11 +13,12 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from trajlint.check import kinds, parallel
-from trajlint.check.engine import Coverage, Engine, Result
+from trajlint.check.engine import Coverage, Engine, Result, UnitResult
 from trajlint.check.registry import INTERNAL_ERROR, RuleSpec
 from trajlint.health.verdicts import health_runs
 from trajlint.read import Source, Unreadable
@@ -53,6 +54,7 @@ def run(
     health_report: bool = False,
     runs: RunPlan = RunPlan(),
     file_kinds: kinds.Given | None = None,
+    progress: Callable[[Any, UnitResult | None], None] | None = None,
 ) -> Result:
     """Check everything `sources` yields with `rules`.
 
@@ -62,6 +64,8 @@ def run(
     number of jobs, down to the order of findings. When a health rule runs, or `health_report`
     asks for NeMo Gym's report, each run's health (`result.health`) judges the rows of its rollout
     files; with `health_report` it keeps the verdict rows for `report.health.write_report`.
+    `progress`, when given, hears of each part of a unit as it is absorbed and of the unit's end
+    (with None); it only watches.
     """
     planned = kinds.plan(list(sources), max_row_bytes, file_kinds)
     paths_of: dict[str, list[str]] = {}  # the rollout files of each run
@@ -89,6 +93,10 @@ def run(
             for part in parts:
                 engine.absorb(part, lines_before)
                 lines_before += part.physical_lines
+                if progress is not None:
+                    progress(unit, part)
+            if progress is not None:
+                progress(unit, None)
     result = engine.finish()
     if health is not None:
         result.health = []

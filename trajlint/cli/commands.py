@@ -58,6 +58,43 @@ def _lint_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--extend-select", multiple=True, metavar="SELECTORS", help="Run these rules as well."),
         click.option("--ignore", multiple=True, metavar="SELECTORS", help="Do not run these rules."),
         click.option(
+            "--exclude",
+            multiple=True,
+            metavar="PATTERNS",
+            help="Files and directories a directory search leaves out: gitignore-style patterns, "
+            "comma-separated, repeatable; replaces the default list (.git, .venv, node_modules, build, "
+            "dist, caches...).",
+        ),
+        click.option(
+            "--extend-exclude", multiple=True, metavar="PATTERNS", help="Leave these out as well as `exclude`."
+        ),
+        click.option(
+            "--include",
+            multiple=True,
+            metavar="PATTERNS",
+            help="The files a directory search reads. [default: *.jsonl, *.jsonl.gz, *.jsonl.zst]",
+        ),
+        click.option(
+            "--extend-include", multiple=True, metavar="PATTERNS", help="Read these as well, e.g. '*.ndjson'."
+        ),
+        click.option(
+            "--respect-gitignore/--no-respect-gitignore",
+            default=None,
+            help="Leave out what .gitignore files and .git/info/exclude ignore. [default: respect]",
+        ),
+        click.option(
+            "--force-exclude/--no-force-exclude",
+            default=None,
+            help="Apply the excludes to paths named on the command line too (for pre-commit, which "
+            "names every staged file).",
+        ),
+        click.option(
+            "--stdin-filename",
+            metavar="PATH",
+            help="The name standard input's rows carry in reports, baselines and per-file ignores, "
+            "and that --force-exclude matches.",
+        ),
+        click.option(
             "--profile",
             metavar="NAME",
             help="Severity profile: latest (default) or nemo-gym-0.7 (what NeMo Gym 0.7.0 accepts).",
@@ -97,6 +134,17 @@ def _lint_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "and first rows (materialized inputs, reward profiles and task datasets are not linted as "
             "rollouts); `rollouts` lints them all as rollouts. [default: auto]",
         ),
+        click.option(
+            "--no-cache",
+            is_flag=True,
+            help="Check every file, reading and writing no cached result (also TRAJLINT_NO_CACHE=1).",
+        ),
+        click.option(
+            "--cache-dir",
+            metavar="DIR",
+            help="Keep cached results here (also TRAJLINT_CACHE_DIR, `cache-dir`). "
+            "[default: .trajlint_cache in the project root]",
+        ),
     ]
     for option in reversed(options):
         fn = option(fn)
@@ -134,9 +182,30 @@ def _lint(options: dict[str, Any]) -> Any:
 @click.option(
     "--statistics",
     is_flag=True,
-    help="Show how many findings each rule produced instead of the findings themselves.",
+    help="Show how many findings each rule produced instead of the findings themselves: a table in "
+    "full and concise, a JSON list in json, one object a line in jsonl (other formats refuse it).",
 )
-@click.option("-q", "--quiet", is_flag=True, help="Show only the summary on standard output (files are unchanged).")
+@click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="Print the findings only: no summary line, no notes or progress on standard error (as ruff's -q).",
+)
+@click.option(
+    "-s",
+    "--silent",
+    is_flag=True,
+    help="Print nothing but errors; the exit status tells the result. Reports named with FORMAT:PATH "
+    "are still written.",
+)
+@click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour the full and concise text on standard output. auto: on a terminal, unless NO_COLOR "
+    "is set (FORCE_COLOR forces it).",
+)
 @click.option(
     "--show-availability",
     is_flag=True,
@@ -165,6 +234,8 @@ def check(
     exit_zero: bool,
     statistics: bool,
     quiet: bool,
+    silent: bool,
+    color: str,
     show_availability: bool,
     show_files: bool,
     baseline: str | None,
@@ -187,6 +258,8 @@ def check(
         exit_zero=exit_zero,
         statistics=statistics,
         quiet=quiet,
+        silent=silent,
+        color=color,
         show_availability=show_availability,
         show_files=show_files,
         baseline=baseline,
@@ -251,9 +324,17 @@ def build_command(paths: tuple[str, ...], output: str | None, trajectory_only: b
     is_flag=True,
     help="Regenerate schemas/ from the typed contract (in a source checkout).",
 )
+@click.option(
+    "--bundle",
+    is_flag=True,
+    help="Print the schema as one standalone document: the schemas it refers to copied into its "
+    "$defs, no $ref to another file, for validators and editors without trajlint's files "
+    "(check-jsonschema --schemafile).",
+)
 @_guarded
-def schema(name: str | None, list_: bool, write: bool) -> None:
+def schema(name: str | None, list_: bool, write: bool, bundle: bool) -> None:
     """Print a packaged JSON Schema (default: the rollout row), or regenerate them all."""
+    from trajlint.cli.signals import Failure
     from trajlint.contract import schemas
 
     if write:
@@ -262,7 +343,10 @@ def schema(name: str | None, list_: bool, write: bool) -> None:
 
         root = checkout_dir()
         if root is None:
-            raise click.ClickException("--write needs a source checkout of trajlint")
+            raise Failure(
+                "--write regenerates schemas/ in a source checkout, and this trajlint is installed "
+                "from a wheel; in a clone, install it with `pip install -e .` and run it there"
+            )
         for path in schemagen.write(root / "schemas"):
             click.echo(f"wrote {path.relative_to(root)}")
         return
@@ -271,7 +355,7 @@ def schema(name: str | None, list_: bool, write: bool) -> None:
             click.echo(schema_name)
         return
     try:
-        document = schemas.load(name or "rollout-row")
+        document = (schemas.bundle if bundle else schemas.load)(name or "rollout-row")
     except (KeyError, FileNotFoundError):
         raise click.BadParameter(
             f"unknown schema {name!r}; choose from {', '.join(schemas.names())}", param_hint="NAME"
@@ -298,11 +382,18 @@ def rules(output_format: str) -> None:
 @_guarded
 def rule(rule: str, output_format: str) -> None:
     """Explain one rule (by code or name), with its failing and passing examples."""
+    import difflib
+
     from trajlint.check.registry import load_rules
     from trajlint.report import rule_doc
 
     specs = load_rules()
     match = next((s for s in specs.values() if rule in (s.code, s.name)), None)
     if match is None:
-        raise click.BadParameter(f"no rule {rule!r}; see `trajlint rules`", param_hint="RULE")
+        match = next((s for s in specs.values() if rule.upper() == s.code or rule.lower() == s.name), None)
+    if match is None:
+        words = [word for s in specs.values() for word in (s.code, s.name)]
+        close = difflib.get_close_matches(rule.upper() if rule[:2].lower() == "tl" else rule.lower(), words, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else "see `trajlint rules`"
+        raise click.BadParameter(f"no rule {rule!r}; {hint}", param_hint="RULE")
     click.echo(rule_doc.explain(match, output_format), nl=False)

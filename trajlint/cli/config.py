@@ -20,7 +20,7 @@ from typing import Any
 from trajlint.check.kinds import AUTO, CHOICES
 from trajlint.check.select import DEFAULT_PROFILE, PROFILES
 from trajlint.findings import SEVERITIES
-from trajlint.read import DEFAULT_MAX_ROW_BYTES
+from trajlint.read import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, DEFAULT_MAX_ROW_BYTES
 
 DEFAULT_FAIL_LEVEL = "error"
 
@@ -28,8 +28,14 @@ PYPROJECT = "pyproject.toml"
 TRAJLINT_TOML = "trajlint.toml"
 
 _LISTS = ("select", "extend-select", "ignore")
+#: File selection, as ruff's keys of the same names: lists of gitignore-style patterns.
+PATTERN_LISTS = ("include", "extend-include", "exclude", "extend-exclude")
+_FLAGS = ("show-availability", "respect-gitignore", "force-exclude")
 KEYS = (
     *_LISTS,
+    *PATTERN_LISTS,
+    "respect-gitignore",
+    "force-exclude",
     "severity",
     "per-file-ignores",
     "profile",
@@ -42,6 +48,7 @@ KEYS = (
     "run-groups",
     "file-kind",
     "file-kinds",
+    "cache-dir",
 )
 RUN_MODES = ("file", "directory", "all")
 
@@ -135,12 +142,16 @@ def _check(key: str, value: Any) -> str | None:
         return None if ok else f"must be a number of processes (0: one per usable core), not {value!r}"
     if key == "baseline":
         return None if isinstance(value, str) and value else "must be the path of a baseline file"
+    if key == "cache-dir":
+        return None if isinstance(value, str) and value else "must be the path of a directory"
     if key == "runs":
         ok = isinstance(value, str) and value in RUN_MODES
         return None if ok else f"must be one of {', '.join(RUN_MODES)}, not {value!r}"
     if key == "run-groups":
         return None if _strings(value) else "must be a list of globs (strings)"
-    if key == "show-availability":
+    if key in PATTERN_LISTS:
+        return None if _strings(value) else "must be a list of gitignore-style patterns (strings)"
+    if key in _FLAGS:
         return None if isinstance(value, bool) else f"must be true or false, not {value!r}"
     if key == "file-kind":
         ok = isinstance(value, str) and value in CHOICES
@@ -168,8 +179,9 @@ def load(path: Path) -> FileConfig:
         if problem:
             raise ConfigError(f"{config.where(key)}: {problem}")
     values = dict(table)
-    if "baseline" in values:
-        values["baseline"] = os.path.join(config.directory, values["baseline"])
+    for key in ("baseline", "cache-dir"):  # relative to the file's directory
+        if key in values:
+            values[key] = os.path.join(config.directory, values[key])
     return FileConfig(config.path, values)
 
 
@@ -210,8 +222,15 @@ def resolve(config: FileConfig, overrides: Mapping[str, Any]) -> dict[str, Setti
         "runs": "file",
         "run-groups": [],
         "show-availability": False,
+        "include": list(DEFAULT_INCLUDE),
+        "extend-include": [],
+        "exclude": list(DEFAULT_EXCLUDE),
+        "extend-exclude": [],
+        "respect-gitignore": True,
+        "force-exclude": False,
         "file-kind": AUTO,
         "file-kinds": {},
+        "cache-dir": None,
     }
     settings: dict[str, Setting] = {}
     for key, default in defaults.items():

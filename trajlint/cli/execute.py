@@ -35,6 +35,15 @@ class LintOptions:
     run_group: tuple[str, ...] = ()
     file_kind: str | None = None
     show_settings: bool = False
+    no_cache: bool = False
+    cache_dir: str | None = None
+    include: tuple[str, ...] = ()
+    extend_include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    extend_exclude: tuple[str, ...] = ()
+    respect_gitignore: bool | None = None
+    force_exclude: bool | None = None
+    stdin_filename: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,22 +56,40 @@ class CheckRequest:
     fail_level: str | None = None
     exit_zero: bool = False
     statistics: bool = False
+    #: ruff's -q: the findings, without the summary line or notes on standard error.
     quiet: bool = False
+    #: ruff's -s: nothing on standard output or error but a failure; the exit status says it.
+    silent: bool = False
+    color: str = "auto"
     show_availability: bool | None = None  # None: the configuration's, else off
     show_files: bool = False
     baseline: str | None = None
     health_report: str | None = None
+    #: What `-` reads instead of standard input (the API's rows in memory).
+    stdin: Any = None
 
 
-def check(r: CheckRequest) -> int:
-    """Read, check, report and write; the exit status."""
-    import dataclasses
-    import os
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """What one `check` found, before anything is written: the report every format renders, the
+    check stage's result, how the baseline was used, and the exit status the run ends with."""
 
-    from trajlint.check import select as selection
-    from trajlint.read import Unreadable
-    from trajlint.report import document, formats, health
-    from trajlint.report import write as report_outputs
+    report: Any
+    result: Any
+    baseline: dict[str, Any] | None
+    exit_status: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Setup:
+    found: Any
+    settings: dict[str, Any]
+    rules: dict[str, Any]
+    ignores: list[Any]
+    known: Any
+
+
+def _check_setup(r: CheckRequest) -> _Setup:
     from trajlint.report.baseline import Baseline, BaselineError
 
     found, settings, rules, ignores = _lint_setup(
@@ -73,10 +100,74 @@ def check(r: CheckRequest) -> int:
         known = Baseline.load(settings["baseline"].value) if settings["baseline"].value else None
     except BaselineError as exc:
         raise Failure(str(exc)) from None
+    return _Setup(found, settings, rules, ignores, known)
+
+
+def checked(r: CheckRequest) -> Checked:
+    """Read and check what `r` names and build its report, writing nothing: `check` without the
+    outputs (what `trajlint.api` calls)."""
+    setup = _check_setup(r)
+    return _checked(r, setup, _sources(r.lint.paths, r.stdin, _selection(r.lint, setup.found, setup.settings, [])))
+
+
+def _checked(r: CheckRequest, setup: _Setup, sources: list[Any], progress: Any = None) -> Checked:
+    import os
+
+    from trajlint.check import select as selection
+    from trajlint.report import document, health
+
+    settings = setup.settings
+    result = _check(
+        sources,
+        setup.rules,
+        setup.found,
+        settings,
+        health_report=r.health_report is not None,
+        no_cache=r.lint.no_cache,
+        progress=progress,
+    )
+    findings = selection.drop_ignored(result.findings, setup.ignores)
+    baseline_use = None
+    if setup.known is not None:
+        findings, baseline_use = setup.known.apply(findings)
+    report = document.build(
+        result,
+        setup.rules.values(),
+        findings=findings,
+        files=[source.path for source in sources],
+        root=os.getcwd(),
+        baseline=baseline_use,
+        health=health.report_numbers([h.summary for _, h in result.health]) if result.health is not None else None,
+        show_availability=settings["show-availability"].value,
+        fail_level=settings["fail-level"].value,
+    )
+    status = exit_status(
+        report.findings,
+        fail_level=settings["fail-level"].value,
+        internal_errors=result.internal_errors,
+        exit_zero=r.exit_zero,
+    )
+    return Checked(report, result, baseline_use, status)
+
+
+def check(r: CheckRequest) -> int:
+    """Read, check, report and write; the exit status."""
+    import dataclasses
+    import os
+
+    from trajlint.read import Unreadable
+    from trajlint.report import formats, health
+    from trajlint.report import write as report_outputs
+
+    setup = _check_setup(r)
     outputs = r.outputs
     if r.output_file is not None:
         outputs = [dataclasses.replace(o, path=r.output_file) if o.path is None else o for o in outputs]
-    sources = _sources(r.lint.paths)
+    written = [o.path for o in outputs if o.path is not None]
+    if r.health_report is not None:
+        written += health.written_files(r.health_report)
+    written = [path for path in written if report_outputs.own_output(path)]
+    sources = _sources(r.lint.paths, r.stdin, _selection(r.lint, setup.found, setup.settings, written))
     inputs = [source.path for source in sources]
     if r.show_files:
         from trajlint.report.document import displayable
@@ -87,44 +178,43 @@ def check(r: CheckRequest) -> int:
             else:
                 click.echo(displayable(source.path))
         return EXIT_CLEAN
+    stdout_format = next((o.format for o in outputs if o.path is None), None)
     problem = report_outputs.problem(outputs, inputs)
     if problem is None and r.health_report is not None:
         problem = health.report_problem(r.health_report, inputs)
     if problem:
         raise click.UsageError(problem)
+    if r.statistics and not r.silent:
+        refused = formats.statistics_problem(stdout_format)
+        if refused:
+            raise Failure(refused)
+    quiet = r.quiet or r.silent  # what is left out of standard error is the same for both
 
-    result = _check(sources, rules, found, settings, health_report=r.health_report is not None)
-    findings = selection.drop_ignored(result.findings, ignores)
-    baseline_use = None
-    if known is not None:
-        findings, baseline_use = known.apply(findings)
-    report = document.build(
-        result,
-        rules.values(),
-        findings=findings,
-        files=inputs,
-        root=os.getcwd(),
-        baseline=baseline_use,
-        health=health.report_numbers([h.summary for _, h in result.health]) if result.health is not None else None,
-        show_availability=settings["show-availability"].value,
-        fail_level=settings["fail-level"].value,
-    )
+    from trajlint.cli.progress import Progress
+
+    with Progress.for_run(sources, enabled=not quiet) as progress:
+        done = _checked(r, setup, sources, progress)
+    report, result, baseline_use = done.report, done.result, done.baseline
     if r.health_report is not None:
         try:
             written = health.write_reports(r.health_report, result.health)
         except OSError as exc:
             raise Failure(f"cannot write the health report into {r.health_report}: {exc.strerror or exc}") from None
-        if len(written) > 1:
+        if len(written) > 1 and not quiet:
             click.echo(
                 f"trajlint: wrote {len(written):,} health reports into {r.health_report}, one per run, as NeMo "
                 "Gym's health check takes one run at a time (--runs and --run-group say which files form a run)",
                 err=True,
             )
 
-    stdout_format = next((o.format for o in outputs if o.path is None), None)
-    console = formats.console(stdout_format, statistics=r.statistics, quiet=r.quiet)
-    if console is not None and stdout_format is None:
-        outputs = [*outputs, formats.Output("concise")]
+    if r.silent:
+        outputs = [o for o in outputs if o.path is not None]
+        console = None
+    else:
+        color = stdout_format in (None, "full", "concise") and _color(r.color)
+        console = formats.console(stdout_format, statistics=r.statistics, quiet=r.quiet, color=color)
+        if console is not None and stdout_format is None:
+            outputs = [*outputs, formats.Output("concise")]
     for output in outputs:
         try:
             report_outputs.write(report, output, sys.stdout, console if output.path is None else None)
@@ -138,11 +228,11 @@ def check(r: CheckRequest) -> int:
             report_outputs.append_step_summary(report, step_summary)
         except OSError as exc:
             click.echo(f"trajlint: warning: cannot write the step summary {step_summary}: {exc}", err=True)
-    if console is None:
+    if console is None and not quiet:
         click.echo(text_summary(report), err=True)
-    if result.files == 0 and not result.findings:
+    if result.files == 0 and not result.findings and not quiet:
         click.echo("trajlint: warning: no rollout files found under the given paths", err=True)
-    if baseline_use and baseline_use["stale"]:
+    if baseline_use and baseline_use["stale"] and not quiet:
         stale = baseline_use["stale"]
         click.echo(
             f"trajlint: {stale:,} stale baseline {'entry' if stale == 1 else 'entries'} in "
@@ -152,14 +242,7 @@ def check(r: CheckRequest) -> int:
         )
     if result.internal_errors:
         click.echo(f"trajlint: {internal_error_line(result.findings, result.internal_errors)}", err=True)
-    return exit_status(
-        report.findings,
-        fail_level=settings["fail-level"].value,
-        internal_errors=result.internal_errors,
-        exit_zero=r.exit_zero,
-    )
-
-
+    return done.exit_status
 
 
 def record_baseline(lint: LintOptions, output: str | None) -> int:
@@ -171,11 +254,12 @@ def record_baseline(lint: LintOptions, output: str | None) -> int:
 
     found, settings, rules, ignores = _lint_setup(lint, {})
     path = output or settings["baseline"].value or baseline.DEFAULT_PATH
-    sources = _sources(lint.paths)
+    written = [path] if report_outputs.own_output(path) else []
+    sources = _sources(lint.paths, selection=_selection(lint, found, settings, written))
     problem = report_outputs.problem([formats.Output("json", path)], [s.path for s in sources])
     if problem:
         raise click.UsageError(problem)
-    result = _check(sources, rules, found, settings)
+    result = _check(sources, rules, found, settings, no_cache=lint.no_cache)
     if result.internal_errors:
         raise Failure(f"{internal_error_line(result.findings, result.internal_errors)}; {path} was not written")
     # The findings `check` would list with this configuration: a baseline of what it hides
@@ -238,41 +322,116 @@ def build(paths: tuple[str, ...], output: str | None, trajectory_only: bool, max
 
 
 
-def _sources(paths: tuple[str, ...]) -> list[Any]:
+def _sources(paths: tuple[str, ...], stdin: Any = None, selection: Any = None) -> list[Any]:
     """The inputs, expanded, with paths in normal form (`./a/../b.jsonl` is `b.jsonl`), so one
-    file is always spelled the same in reports and in baseline keys."""
+    file is always spelled the same in reports and in baseline keys.
+
+    A named input that is not there ends the run (exit 2) before anything is read, whatever
+    rules are selected: a gate must not pass because the file it was asked to check is missing.
+    """
     import dataclasses
     import os
 
-    from trajlint.read import iter_sources
+    from trajlint.read import Selection, iter_sources, missing
 
+    if selection is None:
+        selection = Selection(root=os.getcwd())
+    # As ruff: a name for standard input and no paths means standard input.
+    named = list(paths) or (["-"] if selection.stdin_filename is not None else ["."])
+    absent = missing(named)
+    if absent is not None:
+        raise Failure(absent)
+    stdin_name = selection.stdin_filename
     return [
         # normpath("") is ".", which exists: an empty argument is reported as itself
-        source if source.path in ("-", "") else dataclasses.replace(source, path=os.path.normpath(source.path))
-        for source in iter_sources(list(paths) or ["."])
+        source
+        if source.path in ("-", "", stdin_name)
+        else dataclasses.replace(source, path=os.path.normpath(source.path))
+        for source in iter_sources(named, stdin=stdin, selection=selection)
     ]
 
 
+def _selection(options: LintOptions, found: Any, settings: dict[str, Any], written: list[str]) -> Any:
+    """Which files a directory search reads (and, with `force-exclude`, which named ones):
+    the configuration's and the command line's patterns, relative to the configuration's
+    directory (the working directory when there is none), as ruff's are."""
+    from trajlint.read import Selection
 
-def _check(sources: list[Any], rules: dict[str, Any], found: Any, settings: dict[str, Any], *, health_report: bool = False) -> Any:
+    def patterns(key: str) -> tuple[str, ...]:
+        return tuple(settings[key].value) + tuple(settings[f"extend-{key}"].value)
+
+    return Selection(
+        root=found.directory,
+        include=patterns("include"),
+        exclude=patterns("exclude"),
+        respect_gitignore=settings["respect-gitignore"].value,
+        force_exclude=settings["force-exclude"].value,
+        stdin_filename=options.stdin_filename,
+        written=tuple(written),
+    )
+
+
+
+def _color(choice: str) -> bool:
+    """Whether standard output is painted: `--color always|never`, else NO_COLOR and FORCE_COLOR
+    (https://no-color.org, https://force-color.org), else whether it is a terminal."""
+    import os
+
+    if choice != "auto":
+        return choice == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
+
+
+def _check(
+    sources: list[Any],
+    rules: dict[str, Any],
+    found: Any,
+    settings: dict[str, Any],
+    *,
+    health_report: bool = False,
+    no_cache: bool = False,
+    progress: Any = None,
+) -> Any:
     """The check stage's run with this invocation's settings; a lost worker is one line, exit 2."""
+    from trajlint.check.cache import cached_run
     from trajlint.check.parallel import WorkerLost
-    from trajlint.check.run import run
     from trajlint.read import native
 
     try:
-        native.mode()  # a TRAJLINT_CORE this installation cannot honour ends the run before it starts
-        return run(
+        # A TRAJLINT_CORE this installation cannot honour ends the run before it starts; check
+        # mode is there to run both paths, so it never takes a result from the cache.
+        no_cache = native.mode() == "check" or no_cache
+        return cached_run(
             sources,
             rules,
+            cache=None if no_cache else _cache(found, settings),
             max_row_bytes=settings["max-row-bytes"].value,
             jobs=_jobs(settings),
             health_report=health_report,
             runs=_runs(settings),
             file_kinds=_file_kinds(found, settings),
+            progress=progress,
         )
     except (WorkerLost, native.CoreError, native.CoreMismatch) as exc:
         raise Failure(str(exc)) from None
+
+
+def _cache(found: Any, settings: dict[str, Any]) -> Any:
+    """The result cache (`--cache-dir`, `TRAJLINT_CACHE_DIR`, `cache-dir`, `.trajlint_cache` in
+    the project root), or None when `TRAJLINT_NO_CACHE` is set."""
+    from trajlint.check import cache
+
+    if cache.disabled_by_environment():
+        return None
+    setting = settings["cache-dir"]
+    given = setting.value if setting.origin.startswith("--") else None
+    configured = setting.value if given is None else None
+    root = str(found.path.parent) if found.path is not None else None
+    return cache.ResultCache(cache.resolve_directory(given, configured, root))
 
 
 def _runs(settings: dict[str, Any]) -> Any:
@@ -323,7 +482,7 @@ def _lint_setup(
         raise click.UsageError("--isolated reads no configuration file; leave out --config")
     if options.profile is not None and options.profile not in selection.PROFILES:
         raise click.BadParameter(
-            f"{options['profile']!r} is not one of {', '.join(selection.PROFILES)}", param_hint="--profile"
+            f"{options.profile!r} is not one of {', '.join(selection.PROFILES)}", param_hint="--profile"
         )
     cli = {
         key: selection.split(getattr(options, key.replace("-", "_"))) if getattr(options, key.replace("-", "_")) else None
@@ -340,6 +499,14 @@ def _lint_setup(
                 "runs": options.runs,
                 "run-groups": list(options.run_group) or None,
                 "file-kind": options.file_kind,
+                "cache-dir": options.cache_dir,
+                "include": _patterns(options.include),
+                "exclude": _patterns(options.exclude),
+                # extend-* add to the configuration's, as --extend-select does
+                "extend-include": _extended(found, "extend-include", options.extend_include),
+                "extend-exclude": _extended(found, "extend-exclude", options.extend_exclude),
+                "respect-gitignore": options.respect_gitignore,
+                "force-exclude": options.force_exclude,
                 **overrides,
             },
         )
@@ -375,6 +542,18 @@ def _lint_setup(
         raise click.exceptions.Exit(EXIT_CLEAN)
     return found, settings, rules, ignores
 
+
+
+def _patterns(values: tuple[str, ...]) -> list[str] | None:
+    """Comma-separated, repeatable pattern options as one list (None: not given; `--exclude ''`
+    is an empty list, which turns the default excludes off)."""
+    items = [item.strip() for value in values for item in value.split(",") if item.strip()]
+    return items if values else None
+
+
+def _extended(found: Any, key: str, values: tuple[str, ...]) -> list[str] | None:
+    given = _patterns(values)
+    return None if given is None else [*found.values.get(key, []), *given]
 
 
 @contextlib.contextmanager

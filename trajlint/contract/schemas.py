@@ -135,3 +135,78 @@ def _part_validator(ref: str) -> Draft202012Validator:
 
     base = _load(names()[0])["$id"].rsplit("/", 1)[0] + "/"
     return Draft202012Validator({"$ref": urljoin(base, ref)}, registry=registry())
+
+
+def bundle(name: str) -> dict[str, Any]:
+    """The schema `name` as one standalone document: every packaged schema it refers to is copied
+    into its `$defs` and every `$ref` rewritten to point there, so a validator needs no files
+    beside it and no network (check-jsonschema, editors). It validates exactly as `name` does.
+
+    Another schema's definitions are named `<schema>.<definition>` and its root `<schema>`; the
+    root schema keeps its own definitions' names.
+    """
+    root = _short_name(name)
+    load(root)  # an unknown name fails here, with the known ones named
+    done: dict[str, dict[str, Any]] = {}
+    pending = [root]
+    while pending:
+        short = pending.pop()
+        if short in done:
+            continue
+        document = load(short)
+        done[short] = document
+        for _base, ref in _refs(document, ""):
+            target = ref.split("#", 1)[0]
+            if target:
+                pending.append(_short_name(target))
+    out = _rewrite(done[root], root, root)
+    defs: dict[str, Any] = dict(out.get("$defs", {}))
+    for short in sorted(done):
+        if short == root:
+            continue
+        body = _rewrite(done[short], short, root)
+        for definition, schema in body.pop("$defs", {}).items():
+            defs[f"{short}.{definition}"] = schema
+        for key in ("$id", "$schema"):
+            body.pop(key, None)
+        defs[short] = body
+    if defs:
+        out["$defs"] = defs
+    if isinstance(out.get("$id"), str):
+        out["$id"] = out["$id"].removesuffix(SUFFIX) + ".bundle" + SUFFIX
+    return out
+
+
+def _pointer(name: str) -> str:
+    return "#/$defs/" + name.replace("~", "~0").replace("/", "~1")
+
+
+def _rewrite(node: Any, short: str, root: str) -> Any:
+    """`node` of schema `short` with its `$ref`s pointing into the bundle of `root`."""
+    if isinstance(node, dict):
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str):
+                out[key] = _bundled_ref(value, short, root)
+            elif key in ("const", "enum", "default", "examples"):
+                out[key] = value
+            else:
+                out[key] = _rewrite(value, short, root)
+        return out
+    if isinstance(node, list):
+        return [_rewrite(item, short, root) for item in node]
+    return node
+
+
+def _bundled_ref(ref: str, short: str, root: str) -> str:
+    target, _, fragment = ref.partition("#")
+    owner = _short_name(target) if target else short
+    prefix = "#/$defs/"
+    if fragment.startswith("/$defs/"):
+        definition = fragment[len("/$defs/") :]
+        if owner == root:
+            return prefix + definition
+        return prefix + f"{owner}.{definition}"
+    if fragment in ("", "/"):
+        return "#" if owner == root else _pointer(owner)
+    raise SchemaPackageError(f"cannot bundle the reference {ref!r} in {short}{SUFFIX}")

@@ -16,7 +16,7 @@ files are only ever opened read-only. The modules, in the order the data flows t
 
 from __future__ import annotations
 
-from trajlint.read.discover import iter_sources
+from trajlint.read.discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, Selection, iter_sources, missing
 from trajlint.read.head import HEAD_BYTES, HEAD_LINES, head
 from trajlint.read.items import DEFAULT_MAX_ROW_BYTES, Line, LineTally, OversizedLine, ParseError, Unreadable
 from trajlint.read.parse import parse
@@ -26,6 +26,8 @@ from trajlint.read.units import BATCH_BYTES, BATCH_ROWS, SHARD_BYTES, Batch, bat
 __all__ = [
     "BATCH_BYTES",
     "BATCH_ROWS",
+    "DEFAULT_EXCLUDE",
+    "DEFAULT_INCLUDE",
     "DEFAULT_MAX_ROW_BYTES",
     "HEAD_BYTES",
     "HEAD_LINES",
@@ -35,11 +37,13 @@ __all__ = [
     "LineTally",
     "OversizedLine",
     "ParseError",
+    "Selection",
     "Source",
     "Unreadable",
     "batches",
     "head",
     "iter_sources",
+    "missing",
     "parse",
     "shards",
 ]

@@ -5,6 +5,7 @@ Formats are imported only when used, so a run pays for the formats it writes and
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -19,18 +20,21 @@ class Format(NamedTuple):
 
     module: str
     function: str
-    #: Statistics in this format are a JSON list, not a text table.
-    json: bool = False
+    #: How `--statistics` is shown in this format: a renderer in `report.statistics`, or None
+    #: when the format has no place for it (a SARIF log or a JUnit file is not a table of counts).
+    statistics: str | None = None
     #: With `$GITHUB_STEP_SUMMARY` set, the run's markdown summary is appended to it too.
     step_summary: bool = False
+    #: Human text: ends with the summary line (`--quiet` leaves it out) and may be coloured.
+    text: bool = False
 
 
 # The one table of formats: the CLI's choices and help are read from it.
 FORMATS: dict[str, Format] = {
-    "full": Format("trajlint.report.text", "render_full"),
-    "concise": Format("trajlint.report.text", "render_concise"),
-    "json": Format("trajlint.report.json", "render", json=True),
-    "jsonl": Format("trajlint.report.jsonl", "render", json=True),
+    "full": Format("trajlint.report.text", "render_full", statistics="render_text", text=True),
+    "concise": Format("trajlint.report.text", "render_concise", statistics="render_text", text=True),
+    "json": Format("trajlint.report.json", "render", statistics="render_json"),
+    "jsonl": Format("trajlint.report.jsonl", "render", statistics="render_jsonl"),
     "sarif": Format("trajlint.report.sarif", "render"),
     "github": Format("trajlint.report.github", "render", step_summary=True),
     "junit": Format("trajlint.report.junit", "render"),
@@ -75,22 +79,27 @@ class Output:
         return cls(ALIASES.get(name, name), path or None)
 
 
-def _summary_only(report: Report) -> Iterator[str]:
-    from trajlint.report.text import summary_line
+def statistics_problem(name: str | None) -> str | None:
+    """Why `--statistics` cannot be shown in the format sent to standard output, or None."""
+    if name is None or FORMATS[name].statistics is not None:
+        return None
+    shown = ", ".join(n for n, f in FORMATS.items() if f.statistics is not None)
+    return f"--statistics has no {name} form; use it with {shown} (reports written to files stay whole)"
 
-    yield summary_line(report.summary) + "\n"
 
-
-def console(name: str | None, *, statistics: bool = False, quiet: bool = False) -> Renderer | None:
+def console(name: str | None, *, statistics: bool = False, quiet: bool = False, color: bool = False) -> Renderer | None:
     """What standard output shows for the format sent there (None: no format was).
 
-    `--statistics` replaces the report with counts by rule (a JSON list for the JSON formats);
-    `--quiet` replaces it with the summary line. Reports written to files are never changed.
+    `--statistics` replaces the report with counts by rule, in the format's own form;
+    `--quiet` leaves the summary line out of a text format (as ruff's does: findings only);
+    `color` paints a text format. Reports written to files are never changed.
     """
     if statistics:
         from trajlint.report import statistics as stats
 
-        return stats.render_json if name is not None and FORMATS[name].json else stats.render_text
+        return getattr(stats, FORMATS[name].statistics if name is not None else "render_text")
     if name is None:
         return None
-    return _summary_only if quiet else renderer(name)
+    if FORMATS[name].text:
+        return functools.partial(renderer(name), summary=not quiet, color=color)
+    return renderer(name)

@@ -60,6 +60,15 @@ def report_problem(directory: str, inputs: Iterable[str]) -> str | None:
     return None
 
 
+def written_files(directory: str) -> list[str]:
+    """The rollout files a health report in `directory` writes (or wrote on an earlier run), which a
+    search for inputs must not read back as rollouts."""
+    import glob
+
+    found = [os.path.join(directory, VERDICTS_FILE)]
+    return found + sorted(glob.glob(os.path.join(glob.escape(directory), "*", VERDICTS_FILE)))
+
+
 def write_reports(directory: str, runs: Sequence[tuple[str, HealthRun]]) -> list[str]:
     """NeMo Gym's report of each run: into `directory` itself when there is one run, else into a
     directory per run beneath it (named after the run), as NeMo Gym writes one report per run.

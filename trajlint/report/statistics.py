@@ -1,5 +1,8 @@
 """`--statistics`: how many findings each rule produced, most frequent first (as ruff does).
 
+Text (`full`, `concise`): `count  code  severity  name` lines and the summary line; `json`: a
+JSON list of `{code, name, severity, count}` (ruff's shape); `jsonl`: one such object a line.
+
 The text lines name only rules and health checks, never the data, but go through
 `escape.text_line` all the same, as every text format's lines do.
 """
@@ -13,7 +16,7 @@ import orjson
 
 from trajlint.report.document import Report
 from trajlint.report.escape import text_line
-from trajlint.report.text import not_listed, summary_line
+from trajlint.report.text import summary_line
 
 
 def counts(report: Report) -> list[dict[str, Any]]:
@@ -24,16 +27,18 @@ def counts(report: Report) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda row: (-row["count"], row["code"]))
 
 
-def render_text(report: Report) -> Iterator[str]:
+def render_text(report: Report, *, summary: bool = True, color: bool = False) -> Iterator[str]:
     rows = counts(report)
     if not rows:
-        yield summary_line(report.summary) + "\n"
+        if summary:
+            yield summary_line(report.summary, color=color) + "\n"
     else:
         width = max(len(f"{row['count']:,}") for row in rows)
+        severity = max(len(row["severity"]) for row in rows)
         for row in rows:
-            yield text_line(f"{row['count']:>{width},}  {row['code']}  {row['name']}") + "\n"
-        for note in not_listed(report.summary):  # the summary line says these when no row is shown
-            yield text_line(f"({note})") + "\n"
+            yield text_line(f"{row['count']:>{width},}  {row['code']}  {row['severity']:<{severity}}  {row['name']}") + "\n"
+        if summary:  # the totals by severity, and what the counts leave out
+            yield summary_line(report.summary, color=color) + "\n"
     health = report.summary.get("health")
     if health:
         yield "\n"
@@ -58,3 +63,8 @@ def _health_text(health: dict[str, Any]) -> Iterator[str]:
 
 def render_json(report: Report) -> Iterator[str]:
     yield orjson.dumps(counts(report), option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
+def render_jsonl(report: Report) -> Iterator[str]:
+    for row in counts(report):
+        yield orjson.dumps(row).decode() + "\n"

@@ -1,8 +1,9 @@
 """Human output: `full` (each finding with its details) and `concise` (one line per finding).
 
-Both end with the same one-line summary, so a reader of either knows the totals. Every line goes
-through `escape.text_line`: what a finding quotes from the data can neither break a line nor
-print a CI command or a terminal escape sequence.
+Both end with the same one-line summary, so a reader of either knows the totals (`--quiet`
+leaves it out, as ruff's does). Every line goes through `escape.text_line`: what a finding quotes
+from the data can neither break a line nor print a CI command or a terminal escape sequence.
+Colour, on a terminal only, is added after that, around parts trajlint itself wrote.
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ from trajlint.report.escape import text_line
 
 _INDENT = "  "
 
+_RESET = "\x1b[0m"
+_BOLD = "\x1b[1m"
+#: Severity colours as compilers and ruff use them: red errors, yellow warnings, cyan notes.
+_SEVERITY_COLOURS = {"error": "\x1b[1;31m", "warning": "\x1b[1;33m", "info": "\x1b[1;36m"}
+
 
 def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
@@ -25,9 +31,31 @@ def place(path: str, line: int) -> str:
     return f"{path}:{line}" if line else path
 
 
-def finding_line(f: Finding) -> str:
+def finding_line(f: Finding, *, color: bool = False) -> str:
+    """`path:line: severity CODE name message [pointer]`, the compilers' `file:line: severity`
+    shape that editors' problem matchers read."""
     tail = f" [{f.pointer}]" if f.pointer else ""
-    return text_line(f"{place(f.path, f.line)}: {f.code} {f.name} {f.message}{tail}")
+    line = text_line(f"{place(f.path, f.line)}: {f.severity} {f.code} {f.name} {f.message}{tail}")
+    return _paint(line, f, severity=True) if color else line
+
+
+def _paint(line: str, f: Finding, *, severity: bool) -> str:
+    """`line` (escaped already) with its place bold and its code in the severity's colour.
+
+    The parts painted are found by what trajlint wrote after the place (severity, code and name
+    are its own words), so that no byte of the data is ever taken for a colour code.
+    """
+    marker = f": {f.severity} {f.code} {f.name} " if severity else f": {f.code} {f.name} "
+    at = line.find(marker)
+    if at < 0:
+        return line
+    colour = _SEVERITY_COLOURS.get(f.severity, _BOLD)
+    head = f"{_BOLD}{line[:at]}{_RESET}: "
+    if severity:
+        head += f"{colour}{f.severity}{_RESET} {_BOLD}{f.code}{_RESET} "
+    else:
+        head += f"{colour}{f.code}{_RESET} "
+    return head + line[at + len(marker) - len(f.name) - 1 :]
 
 
 def not_listed(summary: dict[str, Any]) -> list[str]:
@@ -42,8 +70,9 @@ def not_listed(summary: dict[str, Any]) -> list[str]:
     return notes
 
 
-def summary_line(summary: dict[str, Any]) -> str:
-    return text_line(_summary_line(summary))
+def summary_line(summary: dict[str, Any], *, color: bool = False) -> str:
+    line = text_line(_summary_line(summary))
+    return f"{_BOLD}{line}{_RESET}" if color else line
 
 
 def _summary_line(summary: dict[str, Any]) -> str:
@@ -71,16 +100,19 @@ def _details(f: Finding) -> Iterator[str]:
         yield f"related: {_related(loc)}"
 
 
-def render_full(report: Report) -> Iterator[str]:
+def render_full(report: Report, *, summary: bool = True, color: bool = False) -> Iterator[str]:
     for f in report.findings:
-        yield text_line(f"{place(f.path, f.line)}: {f.code} {f.name} {f.message}") + "\n"
+        first = text_line(f"{place(f.path, f.line)}: {f.code} {f.name} {f.message}")
+        yield (_paint(first, f, severity=False) if color else first) + "\n"
         for detail in _details(f):
             yield text_line(f"{_INDENT}{detail}") + "\n"
         yield "\n"
-    yield summary_line(report.summary) + "\n"
+    if summary:
+        yield summary_line(report.summary, color=color) + "\n"
 
 
-def render_concise(report: Report) -> Iterator[str]:
+def render_concise(report: Report, *, summary: bool = True, color: bool = False) -> Iterator[str]:
     for f in report.findings:
-        yield finding_line(f) + "\n"
-    yield summary_line(report.summary) + "\n"
+        yield finding_line(f, color=color) + "\n"
+    if summary:
+        yield summary_line(report.summary, color=color) + "\n"

@@ -55,6 +55,32 @@ def input_clash(target: str, inputs: Iterable[str]) -> str | None:
     return next((p for p in inputs if p != "-" and same_file(target, p)), None)
 
 
+def own_output(path: str) -> bool:
+    """Whether `path` holds what trajlint wrote there before: empty (a clean run's JSONL report),
+    or a first line that is a trajlint finding or a health verdict.
+
+    Such a file is left out of this run's search for inputs, so that running a command twice
+    does not lint the first run's report. Anything else the run would write over stays an input,
+    and `problem` refuses to replace it.
+    """
+    import orjson
+
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(1 << 20)
+    except OSError:
+        return False
+    if not first.strip():
+        return True
+    try:
+        row = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return False
+    if not isinstance(row, dict):
+        return False
+    return {"code", "fingerprint", "severity"} <= row.keys() or {"verdict", "rollout_id", "findings"} <= row.keys()
+
+
 def write(report: Report, output: Output, stdout: TextIO, render: Renderer | None = None) -> None:
     """Render `report` into the output's file (replacing it) or onto `stdout`."""
     chunks = (render or renderer(output.format))(report)
