@@ -36,7 +36,8 @@ def core():
 
 
 def _env(mode: str | None) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # Every run checks: none takes its report from the result cache.
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TRAJLINT_NO_CACHE": "1"}
     env.pop("TRAJLINT_CORE", None)
     if mode is not None:
         env["TRAJLINT_CORE"] = mode
@@ -195,6 +196,28 @@ def test_the_core_is_the_one_this_code_expects(core):
 
     assert core.API == native.API
     assert core.__version__ == trajlint.__version__
+
+
+def test_check_mode_never_takes_a_cached_report(core, tmp_path):
+    """Check mode is there to run both paths: it neither reads nor fills the result cache."""
+    env = {**_env("check"), "TRAJLINT_NO_CACHE": ""}
+    args = [sys.executable, "-m", "trajlint", "check", "--isolated", "--cache-dir"]
+    checked = subprocess.run([*args, str(tmp_path / "checked"), str(EXAMPLES)], capture_output=True, env=env, cwd=ROOT)
+    assert checked.returncode == 1
+    assert not [p for p in (tmp_path / "checked").rglob("*") if p.is_file() and p.name != "CACHEDIR.TAG"]
+    on = subprocess.run([*args, str(tmp_path / "on"), str(EXAMPLES)], capture_output=True, env={**env, "TRAJLINT_CORE": "on"}, cwd=ROOT)
+    assert on.returncode == 1 and on.stdout == checked.stdout
+    assert [p for p in (tmp_path / "on").rglob("*") if p.is_file() and p.name != "CACHEDIR.TAG"]
+
+
+def test_the_cache_key_covers_the_compiled_core(core, monkeypatch):
+    from trajlint.check import cache
+
+    monkeypatch.setattr(cache, "_trajlint_digest", None)
+    with_core = cache.trajlint_digest()
+    monkeypatch.setattr(cache, "_trajlint_digest", None)
+    monkeypatch.setattr(native, "_module", lambda: None)
+    assert cache.trajlint_digest() != with_core
 
 
 def test_unknown_mode_is_one_line_exit_2():
