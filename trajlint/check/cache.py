@@ -41,6 +41,7 @@ from typing import Any
 from trajlint import __version__
 from trajlint.check import kinds
 from trajlint.check.engine import Coverage, Result
+from trajlint.check.executor import Executor
 from trajlint.check.registry import RuleSpec
 from trajlint.check.run import RunPlan, run
 from trajlint.findings import Finding, Location, Rollout
@@ -231,8 +232,12 @@ def cached_run(
     runs: RunPlan | None = None,
     file_kinds: kinds.Given | None = None,
     progress: Callable[[Any, Any], None] | None = None,
+    executor: Executor | None = None,
 ) -> Result:
     """`check.run.run`, with each run's result taken from `cache` when its entry is there.
+
+    With an `executor` other than the local pool (a Ray cluster) nothing is cached: hashing the
+    inputs would read every byte here, which is what handing them to the cluster avoids.
 
     Without a cache, or with `health_report` (NeMo Gym's report needs every row's verdict, which
     no entry keeps), this is `run` itself. Otherwise each run that misses is checked by `run` on
@@ -242,7 +247,7 @@ def cached_run(
     """
     sources = list(sources)
     runs = runs or RunPlan()
-    if cache is None or health_report or not sources:
+    if cache is None or health_report or not sources or executor is not None:
         return run(
             sources,
             rules,
@@ -252,6 +257,7 @@ def cached_run(
             runs=runs,
             file_kinds=file_kinds,
             progress=progress,
+            executor=executor,
         )
     groups: dict[str, list[Source | Unreadable]] = {}  # run name -> its inputs, in input order
     for source in sources:

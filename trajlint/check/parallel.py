@@ -65,10 +65,7 @@ def plan_units(sources: Iterable[tuple[Source | Unreadable, FileKind]], jobs: in
 def _size(source: Source) -> int:
     if source.stream is not None:
         return 0
-    try:
-        return os.stat(source.path).st_size
-    except OSError:
-        return 0
+    return read.input_size(source.path) or 0
 
 
 def usable_cores() -> int:
@@ -213,10 +210,10 @@ def _work_bytes(units: Sequence[Unit]) -> int:
         if unit.span is not None and unit.span[1] is not None:
             total += unit.span[1] - unit.span[0]
             continue
-        try:
-            size = os.stat(unit.path).st_size - (unit.span[0] if unit.span else 0)
-        except OSError:
+        size = read.input_size(unit.path)
+        if size is None:
             continue
+        size -= unit.span[0] if unit.span else 0
         total += size * (_COMPRESSION_RATIO if unit.compression else 1)
     return total
 

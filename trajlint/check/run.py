@@ -19,6 +19,7 @@ from typing import Any
 
 from trajlint.check import kinds, parallel
 from trajlint.check.engine import Coverage, Engine, Result, UnitResult
+from trajlint.check.executor import Executor, LocalPool
 from trajlint.check.registry import INTERNAL_ERROR, RuleSpec
 from trajlint.health.verdicts import health_runs
 from trajlint.read import Source, Unreadable
@@ -55,13 +56,15 @@ def run(
     runs: RunPlan = RunPlan(),
     file_kinds: kinds.Given | None = None,
     progress: Callable[[Any, UnitResult | None], None] | None = None,
+    executor: Executor | None = None,
 ) -> Result:
     """Check everything `sources` yields with `rules`.
 
     Each file's kind is decided first, here, from its name and first lines (`file_kinds` holds
     the kinds the user gave); rules check the files of the kinds they name. Files are cut into
-    shards (`read.shards`) and checked by `jobs` processes; the result is the same for every
-    number of jobs, down to the order of findings. When a health rule runs, or `health_report`
+    shards (`read.shards`) and checked by `jobs` processes, or by `executor` (a Ray cluster,
+    say); the result is the same for every number of jobs and every executor, down to the
+    order of findings. When a health rule runs, or `health_report`
     asks for NeMo Gym's report, each run's health (`result.health`) judges the rows of its rollout
     files; with `health_report` it keeps the verdict rows for `report.health.write_report`.
     `progress`, when given, hears of each part of a unit as it is absorbed and of the unit's end
@@ -83,10 +86,11 @@ def run(
     )
     if internal is not None:
         engine.result.coverage[internal.code] = Coverage(internal.name)
-    units = parallel.plan_units(planned, jobs)
+    executor = executor if executor is not None else LocalPool(jobs)
+    units = parallel.plan_units(planned, executor.workers())
     lines_before = 0  # of the unit's file, when the unit is a later shard of it
     # Closed on the way out, whatever ends the loop, so that workers never outlive it.
-    with contextlib.closing(parallel.check_units(engine.checker, units, max_row_bytes, jobs)) as checked:
+    with contextlib.closing(executor.check_units(engine.checker, units, max_row_bytes)) as checked:
         for unit, parts in checked:
             if isinstance(unit, Unreadable) or unit.first_shard:
                 lines_before = 0

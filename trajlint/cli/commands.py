@@ -128,6 +128,20 @@ def _lint_options(fn: Callable[..., Any]) -> Callable[..., Any]:
             "The report is the same for every N. [default: 0, one per usable core]",
         ),
         click.option(
+            "--executor",
+            type=click.Choice(["local", "ray"]),
+            help="Where units of input are checked: processes on this machine (--jobs), or tasks on a Ray "
+            "cluster, whose workers read the files (a shared file system) or objects (URLs) themselves "
+            "(--jobs then does not apply: the cluster's CPUs do). The report is the same either way. "
+            "[default: local]",
+        ),
+        click.option(
+            "--ray-address",
+            metavar="ADDRESS",
+            help="The Ray cluster for --executor ray (e.g. ray://head:10001 or head:6379). "
+            "[default: RAY_ADDRESS, else a Ray started on this machine]",
+        ),
+        click.option(
             "--file-kind",
             type=click.Choice(FILE_KINDS),
             help="Check every input as this kind of file instead of recognising each one by its name "
@@ -245,7 +259,8 @@ def check(
     """Lint rollout files.
 
     PATHS are files, directories (searched recursively for *.jsonl, *.jsonl.gz, *.jsonl.zst),
-    globs, or - for standard input; a *.json file named here holds one row. Default: the
+    globs, or - for standard input; a *.json file named here holds one row. URLs (s3://bucket/run/,
+    gs://, az://, and other fsspec URLs, globs too) are read from object storage. Default: the
     current directory.
     """
     from trajlint.cli import execute

@@ -49,7 +49,10 @@ KEYS = (
     "file-kind",
     "file-kinds",
     "cache-dir",
+    "executor",
+    "ray-address",
 )
+EXECUTORS = ("local", "ray")
 RUN_MODES = ("file", "directory", "all")
 
 
@@ -161,6 +164,11 @@ def _check(key: str, value: Any) -> str | None:
             return f"must be a table of glob = {' | '.join(CHOICES)}"
         bad = next((k for k, v in value.items() if not (isinstance(v, str) and v in CHOICES)), None)
         return None if bad is None else f"{bad!r} must be one of {', '.join(CHOICES)}, not {value[bad]!r}"
+    if key == "executor":
+        ok = isinstance(value, str) and value in EXECUTORS
+        return None if ok else f"must be one of {', '.join(EXECUTORS)}, not {value!r}"
+    if key == "ray-address":
+        return None if isinstance(value, str) and value else "must be the address of a Ray cluster (a string)"
     raise AssertionError(key)
 
 
@@ -231,6 +239,8 @@ def resolve(config: FileConfig, overrides: Mapping[str, Any]) -> dict[str, Setti
         "file-kind": AUTO,
         "file-kinds": {},
         "cache-dir": None,
+        "executor": "local",
+        "ray-address": None,
     }
     settings: dict[str, Setting] = {}
     for key, default in defaults.items():

@@ -34,6 +34,8 @@ class LintOptions:
     runs: str | None = None
     run_group: tuple[str, ...] = ()
     file_kind: str | None = None
+    executor: str | None = None
+    ray_address: str | None = None
     show_settings: bool = False
     no_cache: bool = False
     cache_dir: str | None = None
@@ -332,7 +334,8 @@ def _sources(paths: tuple[str, ...], stdin: Any = None, selection: Any = None) -
     import dataclasses
     import os
 
-    from trajlint.read import Selection, iter_sources, missing
+    from trajlint.read import Selection, Unreadable, iter_sources, missing
+    from trajlint.read.remote import is_url
 
     if selection is None:
         selection = Selection(root=os.getcwd())
@@ -342,13 +345,17 @@ def _sources(paths: tuple[str, ...], stdin: Any = None, selection: Any = None) -
     if absent is not None:
         raise Failure(absent)
     stdin_name = selection.stdin_filename
-    return [
-        # normpath("") is ".", which exists: an empty argument is reported as itself
-        source
-        if source.path in ("-", "", stdin_name)
-        else dataclasses.replace(source, path=os.path.normpath(source.path))
-        for source in iter_sources(named, stdin=stdin, selection=selection)
-    ]
+    sources = []
+    for source in iter_sources(named, stdin=stdin, selection=selection):
+        if is_url(source.path):
+            # A store that cannot be listed, or a URL that names nothing, says nothing about the
+            # data: the run stops before it reports on less than was asked for.
+            if isinstance(source, Unreadable):
+                raise Failure(f"{source.path}: {source.reason}")
+        elif source.path not in ("-", "", stdin_name):  # normpath("") is ".", which exists
+            source = dataclasses.replace(source, path=os.path.normpath(source.path))
+        sources.append(source)
+    return sources
 
 
 def _selection(options: LintOptions, found: Any, settings: dict[str, Any], written: list[str]) -> Any:
@@ -398,9 +405,15 @@ def _check(
 ) -> Any:
     """The check stage's run with this invocation's settings; a lost worker is one line, exit 2."""
     from trajlint.check.cache import cached_run
+    from trajlint.check.executor import UnitFailed
     from trajlint.check.parallel import WorkerLost
     from trajlint.read import native
 
+    executor = None
+    if settings["executor"].value == "ray":
+        from trajlint.check.ray_executor import RayExecutor, RayUnavailable
+
+        executor = RayExecutor(settings["ray-address"].value)
     try:
         # A TRAJLINT_CORE this installation cannot honour ends the run before it starts; check
         # mode is there to run both paths, so it never takes a result from the cache.
@@ -415,9 +428,17 @@ def _check(
             runs=_runs(settings),
             file_kinds=_file_kinds(found, settings),
             progress=progress,
+            executor=executor,
         )
-    except (WorkerLost, native.CoreError, native.CoreMismatch) as exc:
+    except (WorkerLost, UnitFailed, native.CoreError, native.CoreMismatch) as exc:
         raise Failure(str(exc)) from None
+    except Exception as exc:
+        if executor is not None and isinstance(exc, RayUnavailable):
+            raise Failure(str(exc)) from None
+        raise
+    finally:
+        if executor is not None:
+            executor.close()
 
 
 def _cache(found: Any, settings: dict[str, Any]) -> Any:
@@ -507,6 +528,8 @@ def _lint_setup(
                 "extend-exclude": _extended(found, "extend-exclude", options.extend_exclude),
                 "respect-gitignore": options.respect_gitignore,
                 "force-exclude": options.force_exclude,
+                "executor": options.executor,
+                "ray-address": options.ray_address,
                 **overrides,
             },
         )

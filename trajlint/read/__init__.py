@@ -5,6 +5,7 @@ files are only ever opened read-only. The modules, in the order the data flows t
 
 - `discover`: named paths, globs and directories -> `Source` items (each file once) or `Unreadable`.
 - `files`: the read-only open and the reasons a path cannot be read.
+- `remote`: inputs named by URL (object storage), read through fsspec, imported only for a URL.
 - `source`: `Source`, one file to read: opened, decompressed, split into lines.
 - `decompress`: a plain, gzip or zstd file -> byte chunks; a broken stream raises `_StreamBroken`.
 - `lines`: byte chunks -> `Line` and `OversizedLine` items, memory bounded by the row cap.
@@ -17,6 +18,7 @@ files are only ever opened read-only. The modules, in the order the data flows t
 from __future__ import annotations
 
 from trajlint.read.discover import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, Selection, iter_sources, missing
+from trajlint.read.files import _input_size as input_size
 from trajlint.read.head import HEAD_BYTES, HEAD_LINES, head
 from trajlint.read.items import DEFAULT_MAX_ROW_BYTES, Line, LineTally, OversizedLine, ParseError, Unreadable
 from trajlint.read.parse import parse
@@ -42,6 +44,7 @@ __all__ = [
     "Unreadable",
     "batches",
     "head",
+    "input_size",
     "iter_sources",
     "missing",
     "parse",

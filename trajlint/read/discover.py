@@ -10,7 +10,8 @@ every staged file). Files the run itself writes are never read from a directory 
 A directory holding no such file yields nothing and is not a finding (ruff only warns when a whole
 run finds no files, which the command line can do by noticing that no `Source` came back). A named
 path that is unreadable or a special file, and a glob that matches nothing, are `Unreadable`
-items; `missing` tells the command line which named paths do not exist at all.
+items; `missing` tells the command line which named paths do not exist at all. URLs are
+expanded by `remote`, and the same `include` patterns pick the objects below a prefix.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any, BinaryIO
 
 import pathspec
 
+from trajlint.read import remote
 from trajlint.read.files import _os_reason, _special_kind, _stat_reason
 from trajlint.read.items import Unreadable
 from trajlint.read.source import Source
@@ -152,8 +154,8 @@ def missing(paths: Sequence[str]) -> str | None:
     for path in paths:
         if path == "":
             return "an empty path names no file"
-        if path == "-" or "\0" in path or os.path.lexists(path):
-            continue
+        if path == "-" or "\0" in path or remote.is_url(path) or os.path.lexists(path):
+            continue  # a URL that names nothing is reported when it is expanded
         if _GLOB_CHARS.intersection(path):
             if _expand_glob(path):
                 continue
@@ -177,8 +179,12 @@ def iter_sources(
     """
     select = selection if selection is not None else Selection(exclude=(), respect_gitignore=False)
     walk = _Walk(select)
+    seen_urls: set[str] = set()
     stdin_taken = False
     for path in paths:
+        if remote.is_url(path):
+            yield from _named_url(path, seen_urls, select)
+            continue
         if path == "-":
             name = select.stdin_filename
             if name is not None and select.force_exclude and select.excluded(name):
@@ -212,6 +218,20 @@ def iter_sources(
                 yield Unreadable(path, 0, _stat_reason(path, exc))
             continue
         yield from _named(path, walk, info)
+
+
+def _named_url(url: str, seen: set[str], select: Selection) -> Iterator[Source | Unreadable]:
+    """The objects a URL names; a URL that names none, or cannot be listed, is one `Unreadable`
+    at line 0 whose path is the URL with any credentials masked."""
+    try:
+        found = remote.expand(url, lambda key: select.included_relative(key.rsplit("/", 1)[-1]))
+    except remote.RemoteError as exc:
+        yield Unreadable(exc.url, 0, exc.reason)
+        return
+    for match in found:
+        if match not in seen:
+            seen.add(match)
+            yield Source(match)
 
 
 def _expand_glob(pattern: str) -> list[str]:

@@ -7,7 +7,27 @@ import os
 import stat
 from typing import BinaryIO
 
+from trajlint.read import remote
 from trajlint.read.items import Unreadable
+
+
+def _open_input(path: str, *, probe: bool = False) -> BinaryIO | Unreadable:
+    """Open an input read-only: a local regular file, or an object named by URL (`probe`: only a
+    few small reads will follow, so an object is fetched in small ranges)."""
+    if remote.is_url(path):
+        opened = remote.open_object(path, remote.PROBE_BLOCK_BYTES if probe else remote.READ_BLOCK_BYTES)
+        return Unreadable(path, 0, opened) if isinstance(opened, str) else opened
+    return _open_regular_file(path)
+
+
+def _input_size(path: str) -> int | None:
+    """The input's size in bytes, None when it cannot be told (the read then reports why)."""
+    if remote.is_url(path):
+        return remote.size(path)
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
 
 
 def _open_regular_file(path: str) -> BinaryIO | Unreadable:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from trajlint.read.decompress import _CHUNK_READERS
-from trajlint.read.files import _open_regular_file
+from trajlint.read.files import _open_input
 from trajlint.read.items import Line, LineTally, Unreadable
 from trajlint.read.lines import _split_lines, _whole_document
 from trajlint.read.source import Source
@@ -43,7 +43,7 @@ def head(
         return found, dataclasses.replace(source, stream=_Replay(b"".join(recorder.taken), source.stream))
     if source.span is not None:
         return [], source
-    opened = _open_regular_file(source.path)
+    opened = _open_input(source.path, probe=True)
     if isinstance(opened, Unreadable):
         return [], source
     with opened:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from trajlint.read.decompress import _CHUNK_READERS, _span_chunks
-from trajlint.read.files import _open_regular_file
+from trajlint.read.files import _open_input
 from trajlint.read.items import DEFAULT_MAX_ROW_BYTES, Line, LineTally, OversizedLine, Unreadable
 from trajlint.read.lines import _split_lines, _whole_document
 
@@ -52,7 +52,7 @@ class Source:
         if self.stream is not None:
             handle, owned = self.stream, False  # stdin belongs to the caller: never closed here
         else:
-            opened = _open_regular_file(self.path)
+            opened = _open_input(self.path)
             if isinstance(opened, Unreadable):
                 if not self.first_shard:  # the file went away after it was split
                     opened = Unreadable(self.path, 1, opened.reason)

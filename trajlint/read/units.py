@@ -3,12 +3,11 @@ lines cut into batches."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from trajlint.read.files import _open_regular_file
+from trajlint.read.files import _input_size, _open_input
 from trajlint.read.items import DEFAULT_MAX_ROW_BYTES, Line, LineTally, OversizedLine, Unreadable
 from trajlint.read.source import Source
 
@@ -20,7 +19,7 @@ SHARD_BYTES = 16 * 1024 * 1024
 def shards(source: Source, shard_bytes: int | None = None) -> list[Source]:
     """`source` cut at line ends into shards of about `shard_bytes`, in file order.
 
-    Only a plain JSONL file on disk can be cut (a compressed stream has no byte offsets to seek
+    Only a plain JSONL file (on disk, or an object named by URL) can be cut (a compressed stream has no byte offsets to seek
     to); anything else, and a file too small to be worth cutting, is its single shard. Finding
     the cuts reads a little past each nominal offset, never the file. A file that cannot be
     opened here is left whole, for the read to report.
@@ -28,13 +27,10 @@ def shards(source: Source, shard_bytes: int | None = None) -> list[Source]:
     shard_bytes = shard_bytes or SHARD_BYTES
     if source.stream is not None or source.compression or source.whole or source.span is not None:
         return [source]
-    try:
-        size = os.stat(source.path).st_size
-    except OSError:
+    size = _input_size(source.path)
+    if size is None or size < 2 * shard_bytes:
         return [source]
-    if size < 2 * shard_bytes:
-        return [source]
-    opened = _open_regular_file(source.path)
+    opened = _open_input(source.path, probe=True)
     if isinstance(opened, Unreadable):
         return [source]
     starts = [0]

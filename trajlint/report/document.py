@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from trajlint import __version__
 from trajlint.findings import SEVERITIES, Finding, severity_rank
+from trajlint.read.remote import is_url
 
 if TYPE_CHECKING:
     from trajlint.check.engine import Result
@@ -64,6 +65,8 @@ class Report:
         """`path` relative to `root` in POSIX form, or None when it lies outside `root`."""
         if path == "-":
             return path
+        if is_url(path):
+            return None
         rel = os.path.relpath(os.path.abspath(path), os.path.abspath(self.root))
         if rel == os.pardir or rel.startswith(os.pardir + os.sep):
             return None

@@ -32,10 +32,10 @@ import orjson
 
 from trajlint import __version__
 from trajlint.findings import Finding, Location, severity_rank
+from trajlint.read.remote import is_url
 from trajlint.report.document import Report, RuleInfo
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-INFORMATION_URI = "https://pypi.org/project/trajlint/"
 MAX_RESULTS = 25_000
 #: Related locations per result: GitHub accepts 1,000 locations per result and shows 100.
 MAX_RELATED_PER_RESULT = 100
@@ -53,6 +53,8 @@ LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 
 def _artifact(report: Report, path: str) -> dict[str, Any]:
     relative = report.relative(path)
+    if is_url(path):
+        return {"uri": path}
     if relative is None:
         # abspath, not resolve(): resolving follows symlinks, and a symlink loop (a path that
         # could not be read, and so has a finding) makes it raise.
@@ -201,7 +203,7 @@ def sarif_log(report: Report, limit: int = MAX_RESULTS) -> dict[str, Any]:
                 "name": "trajlint",
                 "version": __version__,
                 "semanticVersion": __version__,
-                "informationUri": INFORMATION_URI,
+                # No informationUri: trajlint has no public page to point at, and the field is optional.
                 "rules": [_rule(info) for info in rules],
             }
         },
