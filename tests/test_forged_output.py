@@ -30,6 +30,7 @@ EVIL_FILE = "::warning file=x,line=2::file\n::error::named\x1b[1m.jsonl"
 
 TEXT_FORMATS = {"full", "concise", "github", "junit"}
 JSON_FORMATS = {"json", "jsonl", "sarif", "gitlab"}
+HTML_FORMATS = {"html"}
 # What no line of a text format may hold (the line's own "\n" aside).
 RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 ANNOTATION = re.compile(r"::(error|warning|notice) ([^:]*)::(.*)")
@@ -70,7 +71,7 @@ def report(corpus) -> dict:
 
 
 def test_every_format_is_covered():
-    assert set(FORMATS) == TEXT_FORMATS | JSON_FORMATS
+    assert set(FORMATS) == TEXT_FORMATS | JSON_FORMATS | HTML_FORMATS
     assert not TEXT_FORMATS & JSON_FORMATS
 
 
@@ -160,3 +161,15 @@ def test_a_line_never_starts_a_command():
     assert text_line("a: b :: c") == "a: b :: c"
     assert visible("tab\there\x1b[0m\x00\u2028") == "tab\\there\\x1b[0m\\x00\\u2028"
     assert visible("plain ünïcode ✓") == "plain ünïcode ✓"
+
+
+def test_html_holds_the_data_only_escaped(corpus, report):
+    out = _run(corpus, "html")
+    # The page's own two script elements (its data and its code) and no other.
+    assert out.count("<script") == 2
+    assert EVIL not in out and EVIL_FILE not in out
+    data = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', out, re.S).group(1)
+    assert "<" not in data
+    table = json.loads(data)["findings"]
+    assert [f["message"] for f in table] == [visible(f["message"]) for f in report["findings"]]
+    assert {f["path"] for f in table} == {visible(EVIL_FILE)}

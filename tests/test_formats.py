@@ -22,7 +22,7 @@ from trajlint.report.formats import NAMES, Output
 from .conftest import EXAMPLES, ROOT
 
 SARIF_SCHEMA = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
-FORMATS = ("full", "concise", "json", "jsonl", "sarif", "github", "junit", "gitlab")
+FORMATS = ("full", "concise", "json", "jsonl", "sarif", "github", "junit", "gitlab", "html")
 
 
 # A path through a file: not a missing input (it cannot even be looked for), an unreadable-file

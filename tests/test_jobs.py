@@ -122,7 +122,7 @@ def _run(
     return result.exit_code, result.stdout_bytes
 
 
-@pytest.mark.parametrize("fmt", ["json", "sarif", "full", "junit", "github", "jsonl"])
+@pytest.mark.parametrize("fmt", ["json", "sarif", "full", "junit", "github", "jsonl", "html"])
 def test_jobs_give_byte_identical_reports(corpus, monkeypatch, fmt):
     args = ["check", "--isolated", "--max-row-bytes", "300000", "--output-format", fmt, str(corpus)]
     one_process = _run([*args, "--jobs", "1"], monkeypatch, shard_bytes=10**9)

@@ -40,6 +40,8 @@ def test_wheel_contains_schemas_and_rules(installed):
     rules = {p.name for p in (ROOT / "rules").glob("*.toml")}
     assert {f"trajlint/data/schemas/{n}" for n in schemas} <= names
     assert {f"trajlint/data/rules/{n}" for n in rules} <= names
+    assets = {p.name for p in (ROOT / "trajlint" / "report" / "html_assets").iterdir()}
+    assert {f"trajlint/report/html_assets/{n}" for n in assets} <= names
     # PEP 561: type checkers use the API's annotations only from a package marked as typed
     assert {"trajlint/py.typed", "trajlint/__init__.pyi", "trajlint/api.py"} <= names
 
@@ -67,6 +69,8 @@ def test_installed_package_runs_outside_the_checkout(installed):
     assert trajlint("check", "clean.jsonl").returncode == 0
     assert '"$id"' in trajlint("schema", "trajectory").stdout
     assert "TL104" in trajlint("rules").stdout
+    assert trajlint("check", "clean.jsonl", "--output-format", "html:report.html").returncode == 0
+    assert "PASS" in (outside / "report.html").read_text()
 
 
 def test_version_is_one_number():

@@ -332,6 +332,29 @@ def build_command(paths: tuple[str, ...], output: str | None, trajectory_only: b
 
 
 @main.command()
+@click.argument("target", metavar="FILE:LINE | FILE")
+@click.option("--rollout", metavar="ID", help="Show the row of this rollout (its rollout id, or TASK/ROLLOUT) instead of a line.")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--max-row-bytes",
+    type=click.IntRange(min=1),
+    help="Lines longer than this are not read. [default: 268435456]",
+)
+@_guarded
+def show(target: str, rollout: str | None, output_format: str, max_row_bytes: int | None) -> None:
+    """Show one row's built trajectory and ownership ledger.
+
+    FILE:LINE names the row by its line; with --rollout, FILE is searched for the row of that
+    rollout. The text is a tree (coloured on a terminal); `--output-format json` gives the built
+    trajectory, the ledger and the tree for tools. A row that cannot be shown (no such line,
+    not JSON, not a rollout row) is one line on standard error, exit 2.
+    """
+    from trajlint.cli import execute
+
+    sys.exit(execute.show(target, rollout, output_format, max_row_bytes))
+
+
+@main.command()
 @click.argument("name", required=False)
 @click.option("--list", "list_", is_flag=True, help="List the packaged schemas.")
 @click.option(

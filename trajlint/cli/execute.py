@@ -116,7 +116,7 @@ def _checked(r: CheckRequest, setup: _Setup, sources: list[Any], progress: Any =
     import os
 
     from trajlint.check import select as selection
-    from trajlint.report import document, health
+    from trajlint.report import document, formats, health
 
     settings = setup.settings
     result = _check(
@@ -132,6 +132,9 @@ def _checked(r: CheckRequest, setup: _Setup, sources: list[Any], progress: Any =
     baseline_use = None
     if setup.known is not None:
         findings, baseline_use = setup.known.apply(findings)
+    # A format that shows rows (the HTML report) gets a bounded sample of them, read again now.
+    drilldown = any(formats.FORMATS[o.format].samples for o in r.outputs)
+    listed, _ = document.listed(findings, settings["show-availability"].value)
     report = document.build(
         result,
         setup.rules.values(),
@@ -142,6 +145,10 @@ def _checked(r: CheckRequest, setup: _Setup, sources: list[Any], progress: Any =
         health=health.report_numbers([h.summary for _, h in result.health]) if result.health is not None else None,
         show_availability=settings["show-availability"].value,
         fail_level=settings["fail-level"].value,
+        samples=_samples(listed, settings) if drilldown else (),
+        task_grid=health.task_grid([(name, h.summary) for name, h in result.health])
+        if drilldown and result.health is not None
+        else None,
     )
     status = exit_status(
         report.findings,
@@ -245,6 +252,74 @@ def check(r: CheckRequest) -> int:
     if result.internal_errors:
         click.echo(f"trajlint: {internal_error_line(result.findings, result.internal_errors)}", err=True)
     return done.exit_status
+
+
+def _samples(findings: Any, settings: dict[str, Any]) -> Any:
+    """The rows a report lets its reader open, read again now that the run is over."""
+    from trajlint.check.samples import collect
+
+    return collect(findings, max_row_bytes=settings["max-row-bytes"].value)
+
+
+def show(target: str, rollout: str | None, output_format: str, max_row_bytes: int | None) -> int:
+    """`trajlint show`: one row's build and ownership ledger; a row that cannot be shown is one
+    line on standard error and exit 2."""
+    import os
+
+    import orjson
+
+    from trajlint.builder import build as build_row
+    from trajlint.builder.view import view
+    from trajlint.check import samples
+    from trajlint.read import DEFAULT_MAX_ROW_BYTES, ParseError, parse
+    from trajlint.report import show as show_report
+    from trajlint.report.document import displayable
+
+    limit = max_row_bytes or DEFAULT_MAX_ROW_BYTES
+    path, line = target, None
+    if rollout is None:
+        head, sep, tail = target.rpartition(":")
+        if not sep or not tail.isdigit() or int(tail) < 1:
+            raise Failure(f"{displayable(target)}: name a row as FILE:LINE (lines count from 1), or give --rollout ID")
+        path, line = head, int(tail)
+    if path == "-" or not os.path.isfile(path):
+        raise Failure(f"{displayable(path)}: no such file")
+    name = displayable(path)
+    if line is not None:
+        raw = samples.read_lines(path, [line], limit).get(line)
+        if raw is None:
+            raise Failure(f"{name} has no line {line} (or it is blank, or longer than --max-row-bytes)")
+    else:
+        found = samples.find_rollout(path, rollout, limit)
+        if not found:
+            raise Failure(f"{name} holds no row of rollout {rollout!r}")
+        if len(found) > 1:
+            lines = ", ".join(str(n) for n, _ in found[:10])
+            click.echo(f"trajlint: {len(found):,} rows of {name} record rollout {rollout!r} (lines {lines}); showing the first", err=True)
+        line, raw = found[0]
+    value = parse(raw)
+    if isinstance(value, ParseError):
+        raise Failure(f"{name}:{line}: the line is not valid JSON: {value.message}")
+    if not isinstance(value, dict):
+        raise Failure(f"{name}:{line}: not a rollout row (a JSON {type(value).__name__ if value is not None else 'null'}, not an object)")
+    built = build_row(value)
+    described = view(built)
+    if output_format == "json":
+        document = {
+            "path": name,
+            "line": line,
+            "rollout": built.identity.to_dict() if built.identity is not None else None,
+            "trajectory": built.trajectory,
+            "ledger": built.ledger.to_dict(),
+            "excluded": list(built.evidence.excluded),
+            "view": described,
+        }
+        sys.stdout.buffer.write(orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS) + b"\n")
+        sys.stdout.buffer.flush()
+        return EXIT_CLEAN
+    for text in show_report.render_text(name, line, described):
+        click.echo(text)
+    return EXIT_CLEAN
 
 
 def record_baseline(lint: LintOptions, output: str | None) -> int:

@@ -51,6 +51,11 @@ class Report:
     #: The least severe severity that fails the run (`--fail-level`): formats that show pass or
     #: fail, like JUnit, fail only on findings at or above it, as the exit status does.
     fail_level: str = "error"
+    #: Rows findings point at, read again after the run and built (`check.samples`), for the
+    #: formats that let a reader open a row; bounded, and empty unless such a format is written.
+    samples: tuple[dict[str, Any], ...] = ()
+    #: Rollout health per task and repeat (`health.task_grid`), bounded; None without health.
+    task_grid: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         # Every format writes text that must encode as UTF-8; a file name that is not UTF-8
@@ -179,6 +184,8 @@ def build(
     health: dict[str, Any] | None = None,
     show_availability: bool = False,
     fail_level: str = "error",
+    samples: tuple[dict[str, Any], ...] = (),
+    task_grid: dict[str, Any] | None = None,
 ) -> Report:
     """The plain data every format renders: the findings that are reported and their summary.
 
@@ -194,6 +201,8 @@ def build(
         files=tuple(files),
         root=root,
         fail_level=fail_level,
+        samples=samples,
+        task_grid=task_grid,
     )
 
 

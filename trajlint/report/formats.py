@@ -25,6 +25,8 @@ class Format(NamedTuple):
     statistics: str | None = None
     #: With `$GITHUB_STEP_SUMMARY` set, the run's markdown summary is appended to it too.
     step_summary: bool = False
+    #: The report shows sampled rows with their builds (`Report.samples`), read after the run.
+    samples: bool = False
     #: Human text: ends with the summary line (`--quiet` leaves it out) and may be coloured.
     text: bool = False
 
@@ -39,6 +41,7 @@ FORMATS: dict[str, Format] = {
     "github": Format("trajlint.report.github", "render", step_summary=True),
     "junit": Format("trajlint.report.junit", "render"),
     "gitlab": Format("trajlint.report.gitlab", "render"),
+    "html": Format("trajlint.report.html", "render", samples=True),
 }
 ALIASES = {"text": "full"}
 NAMES: tuple[str, ...] = (*FORMATS, *ALIASES)

@@ -48,6 +48,28 @@ def report_numbers(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def task_grid(runs: Sequence[tuple[str, dict[str, Any]]], max_tasks: int = 60, max_repeats: int = 24) -> dict[str, Any]:
+    """Each task's repeats by verdict, for a heat map: at most `max_tasks` tasks (flagged and
+    unhealthy ones first) and `max_repeats` repeats each; how many were left out is counted."""
+    rows = []
+    for run, summary in runs:
+        for task, entry in summary["tasks"].items():
+            rows.append({
+                "run": run,
+                "task": task,
+                "repeats": entry["repeats"],
+                "verdicts": {verdict: entry.get(verdict, 0) for verdict in VERDICTS},
+                "flags": list(entry["flags"]),
+            })
+    rows.sort(key=lambda r: (not r["flags"], -r["verdicts"].get("unhealthy", 0), r["run"], r["task"]))
+    return {
+        "verdicts": list(VERDICTS),
+        "tasks": rows[:max_tasks],
+        "tasks_left_out": max(len(rows) - max_tasks, 0),
+        "max_repeats": max_repeats,
+    }
+
+
 def report_problem(directory: str, inputs: Iterable[str]) -> str | None:
     """Why the report cannot go into `directory`, or None (checked before anything is read)."""
     if os.path.exists(directory) and not os.path.isdir(directory):
