@@ -7,8 +7,10 @@
 In one run, every command below is timed as its own child process on the same file, round-robin
 over `--repeat` rounds so that machine noise spreads over all of them; medians are reported:
   (a) floor: read and parse every line with orjson, nothing else (bench/floor.py);
-  (b) `python -m trajlint check --isolated --output-format json FILE > /dev/null` from this checkout;
-  (c) the same with `--jobs N`, when trajlint has that option;
+  (b) `python -m trajlint check --isolated --output-format json FILE > /dev/null` from this checkout,
+      with its native core (`TRAJLINT_CORE=on`) when the checkout has one built, and then also
+      (b0) the same with `TRAJLINT_CORE=off` (pure Python);
+  (c) the same as (b) with `--jobs N`, when trajlint has that option;
   (d) NeMo Gym 0.7.0 `gym eval health-check RUN_DIR --rollouts-file FILE --workers 2`, when its venv
       exists (it writes its reports into a temporary RUN_DIR);
   (e) start-up: `trajlint check` and `gym eval health-check` on a one-row file, and `python -c pass`.
@@ -105,6 +107,33 @@ def trajlint_env(root: Path) -> dict[str, str]:
     return env
 
 
+def core_census(root: Path, path: Path) -> dict | None:
+    """How many lines that checkout's native core proves clean, and how many it leaves to the
+    Python path (None when it has no core built)."""
+    script = (
+        "import json, sys\n"
+        "from trajlint.read import native\n"
+        "if not native.available():\n    print('null'); sys.exit()\n"
+        "scan = native._module().scan_line\n"
+        "sys.path.insert(0, sys.argv[2])\n"
+        "from floor import open_lines\n"
+        "lines = python = 0\n"
+        "with open_lines(sys.argv[1]) as handle:\n"
+        "    for raw in handle:\n"
+        "        raw = raw.rstrip(b'\\n')\n"
+        "        if not raw.strip(b' \\t\\r'):\n            continue\n"
+        "        lines += 1\n"
+        "        python += scan(raw) != 0\n"
+        "print(json.dumps({'lines': lines, 'python': python}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(path), str(BENCH)], capture_output=True, text=True, env=trajlint_env(root), cwd=root
+    )
+    if done.returncode != 0:
+        return None
+    return json.loads(done.stdout)
+
+
 def trajlint_argv(path: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "trajlint", "check", "--isolated", "--output-format", "json", *extra, str(path)]
 
@@ -131,6 +160,10 @@ def gym_argv(gym: Path, path: Path, workers: int) -> list[str]:
 def subjects(args: argparse.Namespace, path: Path, one_row: Path, gym_input: Path | None) -> tuple[list[Subject], list[Subject]]:
     root = args.trajlint
     env = trajlint_env(root)
+    core = args.census is not None
+    if core:
+        env["TRAJLINT_CORE"] = "on"
+    off_env = {**env, "TRAJLINT_CORE": "off"}
     gym = None if args.no_gym else find_gym(args.gym)
     gym_note = "skipped (--no-gym)" if args.no_gym else f"n/a: no NeMo Gym venv at {', '.join(map(str, GYM_CANDIDATES))}"
     main = [
@@ -139,9 +172,12 @@ def subjects(args: argparse.Namespace, path: Path, one_row: Path, gym_input: Pat
     has_jobs = trajlint_has_jobs(root)
     # Once trajlint has --jobs its default is every core, so (b) asks for one process.
     single = trajlint_argv(path, "--jobs", "1") if has_jobs else trajlint_argv(path)
-    main.append(Subject("trajlint", "(b) trajlint check" + (" --jobs 1" if has_jobs else ""), single, cwd=root, env=env))
+    on = ", core on" if core else ""
+    if core:
+        main.append(Subject("off", "(b0) trajlint check" + (" --jobs 1" if has_jobs else "") + ", core off", single, cwd=root, env=off_env))
+    main.append(Subject("trajlint", "(b) trajlint check" + (" --jobs 1" if has_jobs else "") + on, single, cwd=root, env=env))
     if has_jobs:
-        main.append(Subject("jobs", f"(c) trajlint check --jobs {args.jobs}", trajlint_argv(path, "--jobs", str(args.jobs)), cwd=root, env=env))
+        main.append(Subject("jobs", f"(c) trajlint check --jobs {args.jobs}{on}", trajlint_argv(path, "--jobs", str(args.jobs)), cwd=root, env=env))
     else:
         main.append(Subject("jobs", f"(c) trajlint check --jobs {args.jobs}", None, note="n/a: trajlint check has no --jobs option yet"))
     if gym and gym_input:
@@ -219,6 +255,8 @@ def report(path: Path, counts: dict, main: list[Subject], startup: list[Subject]
     by = {s.key: s for s in main}
 
     def ratio(a: str, b: str, text: str) -> str:
+        if a not in by or b not in by:
+            return f"  {text}: n/a"
         x, y = by[a].median("wall_s"), by[b].median("wall_s")
         return f"  {text}: " + ("n/a" if x is None or y is None else f"{x / y:.2f}x")
 
@@ -226,11 +264,24 @@ def report(path: Path, counts: dict, main: list[Subject], startup: list[Subject]
         "",
         "ratios of median wall times:",
         ratio("trajlint", "floor", "(b)/(a) trajlint check / floor"),
+        ratio("floor", "trajlint", "(a)/(b) trajlint's throughput as a share of the floor's"),
+        ratio("off", "trajlint", "(b0)/(b) core off / core on"),
+        ratio("gym", "jobs", "(d)/(c) NeMo Gym health-check / trajlint --jobs N"),
         ratio("jobs", "trajlint", "(c)/(b) trajlint --jobs / single process"),
         ratio("gym", "trajlint", "(d)/(b) NeMo Gym health-check / trajlint check"),
         "",
         "peak RSS: the largest single process (kernel rusage); tree RSS: sampled sum over the process and its workers.",
     ]
+    census = args.census
+    if census is None:
+        lines.append("native core: not built in the tree under test; every row went the Python way.")
+    else:
+        share = census["python"] / max(1, census["lines"])
+        lines.append(
+            f"native core: {census['lines'] - census['python']:,} of {census['lines']:,} lines proved clean of "
+            f"strict-JSON problems; {census['python']:,} ({share:.1%}) went to the Python path to be explained. "
+            "Everything after the strict-JSON checks (schemas, build, TL1xx-TL6xx) is Python for every row."
+        )
     gym = by["gym"]
     if gym.runs and args.gym_input_note:
         lines.append(args.gym_input_note)
@@ -275,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.copyfileobj(src, dst, 1 << 20)
         args.gym_input_note = "NeMo Gym read a decompressed copy of the file (it reads plain JSONL only)."
 
+    args.census = core_census(args.trajlint, path)
     main_subjects, startup = subjects(args, path, one_row, gym_input)
     load_before = os.getloadavg()
     try:
@@ -298,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
                     "load_before": load_before,
                     "load_after": load_after,
                     "repeat": args.repeat,
+                    "core": args.census,
                     "subjects": [{"key": s.key, "label": s.label, "note": s.note, "runs": [asdict(m) for m in s.runs]} for s in main_subjects + startup],
                 },
                 indent=1,

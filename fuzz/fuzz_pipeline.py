@@ -137,6 +137,7 @@ class Pipeline:
         from trajlint.report.formats import renderer
         from trajlint.report.statistics import render_json, render_text
 
+        _core_agrees([content] if container == "json" else content.split(b"\n"))
         sources = self._sources(container, content)
         result = run(sources, self.rules, max_row_bytes=limit)
         internal = [f.message for f in result.findings if f.name == "internal-error"]
@@ -167,6 +168,23 @@ class Pipeline:
 
 
 _MISSING = object()
+
+
+def _core_agrees(lines: list[bytes]) -> None:
+    """The native core's verdict on every line is the Python path's (when the core is built; the
+    run above then uses it too, as `TRAJLINT_CORE=on` does)."""
+    from trajlint.read import native
+
+    if not native.available():
+        return
+    from trajlint.check.subject import row_subject
+
+    scan_line = native._module().scan_line  # type: ignore[union-attr]
+    for number, raw in enumerate(lines, 1):
+        try:
+            row_subject("fuzz", number, raw, scan_line, checking=True)
+        except native.CoreMismatch as exc:
+            raise Crash(str(exc)) from None
 
 
 def _pointers_resolve(findings: list, lines: list[bytes]) -> None:

@@ -73,6 +73,33 @@ def test_installed_package_runs_outside_the_checkout(installed):
     assert "PASS" in (outside / "report.html").read_text()
 
 
+def test_version_is_one_number():
+    """The wheel takes its version from Cargo.toml (maturin reads no .py file); the package
+    states it again, and the two must agree."""
+    import tomllib
+
+    import trajlint
+
+    cargo = tomllib.loads((ROOT / "Cargo.toml").read_text())
+    assert cargo["package"]["version"] == trajlint.__version__
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "version" in pyproject["project"]["dynamic"]
+
+
+@pytest.mark.slow
+def test_wheel_carries_the_native_core(installed):
+    wheel, site, _ = installed
+    names = zipfile.ZipFile(wheel).namelist()
+    assert any(n.startswith("trajlint/_core.") and n.endswith((".so", ".pyd")) for n in names)
+    version = subprocess.run(
+        [sys.executable, "-c", "import trajlint, trajlint._core as c; print(c.__version__, trajlint.__version__)"],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(site)}, cwd=site,
+    )
+    assert version.returncode == 0, version.stderr
+    core, package = version.stdout.split()
+    assert core == package
+
+
 @pytest.mark.slow
 def test_an_installed_trajlint_refuses_schema_write_in_one_line_and_bundles(installed):
     _, site, work = installed

@@ -159,6 +159,13 @@ def trajlint_digest() -> str:
             for path in sorted(base.glob(pattern)):
                 digest.update(path.relative_to(base).as_posix().encode() + b"\0")
                 digest.update(hashlib.sha256(path.read_bytes()).digest())
+        # The compiled core answers too (TRAJLINT_CORE): another build of it is another trajlint.
+        from trajlint.read import native
+
+        core = native._module()
+        core_file = getattr(core, "__file__", None)
+        if core_file:
+            digest.update(b"core\0" + hashlib.sha256(Path(core_file).read_bytes()).digest())
         _trajlint_digest = digest.hexdigest()
     return _trajlint_digest
 

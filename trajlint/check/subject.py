@@ -13,7 +13,7 @@ from typing import Any
 from trajlint.builder.identity import rollout_identity
 from trajlint.check.kinds import ROLLOUT_FILE, ROLLOUTS, FileKind
 from trajlint.findings import Location, Rollout
-from trajlint.read import Batch, Line, LineTally, OversizedLine, ParseError, Source, Unreadable, parse
+from trajlint.read import Batch, Line, LineTally, OversizedLine, ParseError, Source, Unreadable, native, parse
 from trajlint.row.sections import CAPTURE, SECTION_EVIDENCE, STATED
 
 FILE = frozenset({"file"})
@@ -35,6 +35,9 @@ class Subject:
     _build: Any = None
     _memo: dict[str, Any] | None = None
     kind: FileKind = ROLLOUT_FILE
+    #: The native core's strict-JSON verdict on a parsed line (`trajlint.read.native`: 0 proves
+    #: it clean), or None where the core was not asked.
+    strict: int | None = None
 
     @property
     def row(self) -> dict[str, Any]:
@@ -75,12 +78,21 @@ def _holds_model_calls(row: dict) -> bool:
     return False
 
 
-def row_subject(path: str, number: int, raw: bytes) -> Subject:
+def row_subject(path: str, number: int, raw: bytes, core: Any = None, checking: bool = False) -> Subject:
+    """The subject of one line; `core` is the native core's line verdict function, when it is to
+    be asked, and `checking` compares its verdict with the Python path's."""
     value = parse(raw)
+    strict = None
+    if core is not None:
+        strict = core(raw)
+        if checking:
+            _compare(path, number, raw, value, strict)
+        if strict & native.INVALID:
+            strict = None  # the core proves nothing here: the Python path judges alone
     if isinstance(value, ParseError):
         return Subject(path, number, LINE, raw=raw, problem=value)
     if not isinstance(value, dict):
-        return Subject(path, number, LINE, raw=raw, value=value)
+        return Subject(path, number, LINE, raw=raw, value=value, strict=strict)
     evidence = {"line", "row"}
     for key, name in SECTION_EVIDENCE.items():
         if value.get(key) is not None:
@@ -88,8 +100,30 @@ def row_subject(path: str, number: int, raw: bytes) -> Subject:
     if _holds_model_calls(value):
         evidence.add("model-calls")
     return Subject(
-        path, number, frozenset(evidence), raw=raw, value=value, rollout=rollout_identity(value)
+        path, number, frozenset(evidence), raw=raw, value=value, rollout=rollout_identity(value), strict=strict
     )
+
+
+def _compare(path: str, number: int, raw: bytes, value: Any, strict: int) -> None:
+    """Raise `CoreMismatch` unless the core's verdict is the one the Python path reaches."""
+    from trajlint.read.strict import scan
+
+    accepted = not isinstance(value, ParseError)
+    if accepted == bool(strict & native.INVALID):
+        said = "invalid JSON" if strict & native.INVALID else "valid JSON"
+        found = value.message if isinstance(value, ParseError) else "orjson reads it"
+        raise native.mismatch(path, number, f"the core says {said}, Python: {found}")
+    if not accepted:
+        return
+    found = scan(raw)
+    for bit, name, python in (
+        (native.REPEATED, "a repeated key", bool(found.repeated)),
+        (native.OVERSIZED, "an integer beyond 64 bits", bool(found.oversized)),
+    ):
+        if bool(strict & bit) != python:
+            raise native.mismatch(
+                path, number, f"{name}: the core says {'yes' if strict & bit else 'no'}, Python {'yes' if python else 'no'}"
+            )
 
 
 def unit_subjects(
@@ -105,9 +139,10 @@ def unit_subjects(
         return
     if unit.first_shard:
         yield Subject(unit.path, 0, FILE, kind=kind)
+    core, checking = native.scanner(), native.mode() == "check"
     for item in unit.lines(max_row_bytes, tally):
         if isinstance(item, Line):
-            subject = row_subject(item.path, item.number, item.raw)
+            subject = row_subject(item.path, item.number, item.raw, core, checking)
             if kind.kind != ROLLOUTS:
                 # Not a rollout: its findings name no rollout (a baseline keys them on the file).
                 subject.kind, subject.rollout = kind, None

@@ -536,6 +536,7 @@ def _check(
     from trajlint.check.cache import cached_run
     from trajlint.check.executor import UnitFailed
     from trajlint.check.parallel import WorkerLost
+    from trajlint.read import native
 
     executor = None
     if settings["executor"].value == "ray":
@@ -543,6 +544,9 @@ def _check(
 
         executor = RayExecutor(settings["ray-address"].value)
     try:
+        # A TRAJLINT_CORE this installation cannot honour ends the run before it starts; check
+        # mode is there to run both paths, so it never takes a result from the cache.
+        no_cache = native.mode() == "check" or no_cache
         return cached_run(
             sources,
             rules,
@@ -555,7 +559,7 @@ def _check(
             progress=progress,
             executor=executor,
         )
-    except (WorkerLost, UnitFailed) as exc:
+    except (WorkerLost, UnitFailed, native.CoreError, native.CoreMismatch) as exc:
         raise Failure(str(exc)) from None
     except Exception as exc:
         if executor is not None and isinstance(exc, RayUnavailable):

@@ -14,65 +14,33 @@ the line only when it cannot rule the problem out:
   to digits-and-blanks finds such runs in one C pass, and only a run whose value overflows
   (possibly a digit run inside a string) asks for the scan.
 
-The scan itself is a small tokenizer over the line, iterative so that no nesting depth can
-overflow the stack, which records the JSON pointer of every repeated key and oversized integer.
+The scan itself (`trajlint.read.strict`) is a small tokenizer that records the JSON pointer of
+every repeated key and oversized integer. Where the native core was asked (`trajlint.read.native`)
+its verdict replaces the cheap questions: a line it proves clean is neither re-serialized nor
+scanned, and a line it does not is scanned to be explained.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any
 
 import orjson
 
 from trajlint.check.rule import EVERY_FILE, Violation, row_rule
 from trajlint.check.subject import Subject
 from trajlint.pointer import child, resolve
+from trajlint.read.native import OVERSIZED, REPEATED
+from trajlint.read.strict import overflows, scan
 
-# Integers orjson keeps exact: i64 and u64.
-_MIN_INT = -(2**63)
-_MAX_INT = 2**64 - 1
+__all__ = ["duplicate_key", "has_exponent", "integer_out_of_range", "may_overflow", "may_repeat_keys", "scan"]
+
 _SHORTEST_OVERFLOW = 19  # -9223372036854775809 has 19 digits, 18446744073709551616 has 20
+_MISSING = object()
 _DIGIT_MAP = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
 _DIGIT_RUN = b"0" * _SHORTEST_OVERFLOW
 _ESCAPED_COLONS = (b"\\u003a", b"\\u003A")
-
-# One token, after optional whitespace. The string pattern is the "unrolled loop" form, linear
-# on long strings; a number's fraction and exponent are captured to tell integers apart.
-_TOKEN = re.compile(
-    rb'[ \t\r\n]*(?:(?P<string>"[^"\\]*(?:\\.[^"\\]*)*")'
-    rb"|(?P<number>-?(?:0|[1-9][0-9]*))(?P<real>(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)"
-    rb"|(?P<punct>[{}\[\],:])"
-    rb"|(?:true|false|null))",
-    re.DOTALL,
-)
-_MISSING = object()
-
-
-class _Object:
-    __slots__ = ("pointer", "keys", "key", "expect_key")
-
-    def __init__(self, pointer: str) -> None:
-        self.pointer = pointer
-        self.keys: dict[str, int] = {}
-        self.key = ""
-        self.expect_key = True
-
-
-class _Array:
-    __slots__ = ("pointer", "index")
-
-    def __init__(self, pointer: str) -> None:
-        self.pointer = pointer
-        self.index = 0
-
-
-class Scan(NamedTuple):
-    repeated: tuple[tuple[str, str, int], ...]  # (object pointer, key, occurrences)
-    oversized: tuple[tuple[str, bytes], ...]  # (value pointer, the integer as written)
-
 
 def may_repeat_keys(raw: bytes, serialized: bytes | None) -> bool:
     """Whether the line may hold a repeated key: `serialized` (the parsed value as orjson writes
@@ -174,15 +142,6 @@ def has_exponent(serialized: bytes) -> bool:
     return serialized.find(b"e+", at - 1) != -1
 
 
-def _overflows(digits: bytes, negative: bool) -> bool:
-    # Lengths first: int() refuses strings over 4,300 digits, and a digit run in a string may be
-    # any length (or start with zeros, which JSON numbers never do).
-    digits = digits.lstrip(b"0")
-    if len(digits) != 19 and len(digits) != 20:
-        return len(digits) > 20
-    return int(digits) > (-_MIN_INT if negative else _MAX_INT)
-
-
 def may_overflow(raw: bytes) -> bool:
     if len(raw) < _SHORTEST_OVERFLOW:
         return False
@@ -191,62 +150,10 @@ def may_overflow(raw: bytes) -> bool:
     while start != -1:
         end = digits.find(b" ", start)
         end = len(digits) if end == -1 else end
-        if _overflows(raw[start:end], raw[start - 1 : start] == b"-"):
+        if overflows(raw[start:end], raw[start - 1 : start] == b"-"):
             return True
         start = digits.find(_DIGIT_RUN, end)
     return False
-
-
-@lru_cache(maxsize=4)
-def scan(raw: bytes) -> Scan:
-    """Every repeated key and oversized integer of a line that orjson parsed (so valid JSON)."""
-    repeated: list[tuple[str, str, int]] = []
-    oversized: list[tuple[str, bytes]] = []
-    stack: list[_Object | _Array] = []
-    position, end = 0, len(raw.rstrip(b" \t\r\n"))
-    match = _TOKEN.match
-    while position < end:
-        token = match(raw, position)
-        if token is None:  # cannot happen on valid JSON; never loop forever on anything else
-            break
-        position = token.end()
-        top = stack[-1] if stack else None
-        text = token.group("string")
-        if text is not None:
-            if isinstance(top, _Object) and top.expect_key:
-                key = orjson.loads(text)
-                top.keys[key] = top.keys.get(key, 0) + 1
-                top.key, top.expect_key = key, False
-            continue
-        number = token.group("number")
-        if number is not None:
-            negative = number.startswith(b"-")
-            if not token.group("real") and _overflows(number.lstrip(b"-"), negative):
-                oversized.append((_value_pointer(top), number))
-            continue
-        punct = token.group("punct")
-        if punct == b"{":
-            stack.append(_Object(_value_pointer(top)))
-        elif punct == b"[":
-            stack.append(_Array(_value_pointer(top)))
-        elif punct in (b"}", b"]"):
-            closed = stack.pop()
-            if isinstance(closed, _Object):
-                repeated.extend((closed.pointer, key, n) for key, n in closed.keys.items() if n > 1)
-        elif punct == b",":
-            if isinstance(top, _Array):
-                top.index += 1
-            elif top is not None:
-                top.expect_key = True
-    return Scan(tuple(repeated), tuple(oversized))
-
-
-def _value_pointer(top: _Object | _Array | None) -> str:
-    if top is None:
-        return ""
-    if isinstance(top, _Array):
-        return child(top.pointer, top.index)
-    return child(top.pointer, top.key)
 
 
 def _parsed(subject: Subject) -> bool:
@@ -259,7 +166,11 @@ def _where(pointer: str) -> str:
 
 @row_rule("duplicate-key", reads=["line"], kinds=EVERY_FILE)
 def duplicate_key(subject: Subject) -> Iterator[Violation]:
-    if not _parsed(subject) or not _keys_may_repeat(subject):
+    # The native core's verdict, where it was asked, is exact: a line it clears needs no scan.
+    if subject.strict is not None:
+        if not subject.strict & REPEATED:
+            return
+    elif not _parsed(subject) or not _keys_may_repeat(subject):
         return
     for pointer, key, count in scan(subject.raw).repeated:
         target = child(pointer, key)
@@ -277,7 +188,10 @@ def duplicate_key(subject: Subject) -> Iterator[Violation]:
 
 @row_rule("integer-out-of-range", reads=["line"], kinds=EVERY_FILE)
 def integer_out_of_range(subject: Subject) -> Iterator[Violation]:
-    if not _parsed(subject) or not _may_hold_oversized(subject) or not may_overflow(subject.raw):
+    if subject.strict is not None:
+        if not subject.strict & OVERSIZED:
+            return
+    elif not _parsed(subject) or not _may_hold_oversized(subject) or not may_overflow(subject.raw):
         return
     for pointer, text in scan(subject.raw).oversized:
         value = resolve(subject.value, pointer, _MISSING)

@@ -1,0 +1,491 @@
+//! Strict JSON, one line at a time: does orjson accept the line, and does it hold a repeated key
+//! or an integer beyond 64 bits (which orjson reads silently, as the last value and as a float)?
+//!
+//! The scanner accepts exactly what orjson accepts: RFC 8259 JSON in valid UTF-8, nesting at
+//! most 1,024 deep, no unpaired UTF-16 surrogate escape, no number that is infinite as a double.
+//! It builds nothing: keys are compared as bytes (decoded only when they hold an escape), and
+//! only numbers that may not fit are converted. It never recurses, so no input can overflow the
+//! stack, and it never indexes out of bounds (every access is checked).
+
+/// orjson refuses the line (or may: the caller asks orjson, which explains why).
+pub const INVALID: u32 = 1;
+/// Some object holds a key more than once.
+pub const REPEATED: u32 = 2;
+/// Some integer does not fit in 64 bits (signed or unsigned).
+pub const OVERSIZED: u32 = 4;
+
+/// orjson's limit: 1,024 nested arrays or objects are read, one more is refused.
+const MAX_DEPTH: usize = 1024;
+/// Up to this many keys an object's keys are compared pairwise; beyond it they are sorted.
+const PAIRWISE_KEYS: usize = 24;
+
+/// Where a key's bytes are: in the line (no escape) or decoded into the scanner's arena.
+#[derive(Clone, Copy)]
+struct Key {
+    start: usize,
+    end: usize,
+    decoded: bool,
+}
+
+enum Frame {
+    /// An object whose keys start at this index of `keys`, with the arena at this length.
+    Object { keys: usize, arena: usize },
+    Array,
+}
+
+struct Scanner<'a> {
+    line: &'a [u8],
+    at: usize,
+    flags: u32,
+    keys: Vec<Key>,
+    arena: Vec<u8>,
+    frames: Vec<Frame>,
+}
+
+type Step = Result<(), ()>;
+
+/// The verdict on one line: 0 (clean), or `INVALID`, or `REPEATED` and/or `OVERSIZED`.
+pub fn scan(line: &[u8]) -> u32 {
+    if std::str::from_utf8(line).is_err() {
+        return INVALID;
+    }
+    let mut scanner = Scanner { line, at: 0, flags: 0, keys: Vec::new(), arena: Vec::new(), frames: Vec::new() };
+    match scanner.document() {
+        Ok(()) => scanner.flags,
+        Err(()) => INVALID,
+    }
+}
+
+const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each byte of `word` that is zero, and of no other byte (no carry crosses a
+/// byte: the low seven bits plus 0x7f stay below 0x100).
+#[inline]
+fn zero_bytes(word: u64) -> u64 {
+    !(((word & LOW7) + LOW7) | word | LOW7)
+}
+
+/// The high bit of each byte of `word` (little-endian) that is a quote, a backslash or a
+/// control character (below 0x20), exactly.
+#[inline]
+fn special_bytes(word: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let control = !(((word & LOW7) + ONES * 0x60) | word) & HIGHS;
+    control | zero_bytes(word ^ (ONES * b'"' as u64)) | zero_bytes(word ^ (ONES * b'\\' as u64))
+}
+
+fn hex_value(digits: &[u8]) -> Option<u32> {
+    let mut value = 0u32;
+    for &d in digits {
+        value = value * 16 + (d as char).to_digit(16)?;
+    }
+    Some(value)
+}
+
+impl Scanner<'_> {
+    #[inline]
+    fn peek(&self) -> Option<u8> {
+        self.line.get(self.at).copied()
+    }
+
+    #[inline]
+    fn whitespace(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.at += 1;
+        }
+    }
+
+    fn expect(&mut self, byte: u8) -> Step {
+        if self.peek() == Some(byte) {
+            self.at += 1;
+            Ok(())
+        } else {
+            Err(())
+        }
+    }
+
+    /// Room for one more level of nesting (an empty container is a level too).
+    fn check_depth(&self) -> Step {
+        if self.frames.len() >= MAX_DEPTH {
+            Err(())
+        } else {
+            Ok(())
+        }
+    }
+
+    fn open(&mut self, frame: Frame) -> Step {
+        self.check_depth()?;
+        self.frames.push(frame);
+        Ok(())
+    }
+
+    /// One JSON text: a value, surrounded by whitespace only.
+    fn document(&mut self) -> Step {
+        'value: loop {
+            self.whitespace();
+            match self.peek().ok_or(())? {
+                b'{' => {
+                    self.at += 1;
+                    self.whitespace();
+                    if self.peek() == Some(b'}') {
+                        self.at += 1;
+                        self.check_depth()?;
+                    } else {
+                        self.open(Frame::Object { keys: self.keys.len(), arena: self.arena.len() })?;
+                        self.member_key()?;
+                        continue 'value;
+                    }
+                }
+                b'[' => {
+                    self.at += 1;
+                    self.whitespace();
+                    if self.peek() == Some(b']') {
+                        self.at += 1;
+                        self.check_depth()?;
+                    } else {
+                        self.open(Frame::Array)?;
+                        continue 'value;
+                    }
+                }
+                b'"' => {
+                    self.string(false)?;
+                }
+                b'-' | b'0'..=b'9' => self.number()?,
+                b't' => self.literal(b"true")?,
+                b'f' => self.literal(b"false")?,
+                b'n' => self.literal(b"null")?,
+                _ => return Err(()),
+            }
+            // After a value: a separator, the end of its container, or the end of the line.
+            loop {
+                self.whitespace();
+                let Some(frame) = self.frames.last() else {
+                    return if self.at == self.line.len() { Ok(()) } else { Err(()) };
+                };
+                match (frame, self.peek().ok_or(())?) {
+                    (Frame::Object { .. }, b',') => {
+                        self.at += 1;
+                        self.whitespace();
+                        self.member_key()?;
+                        continue 'value;
+                    }
+                    (Frame::Array, b',') => {
+                        self.at += 1;
+                        continue 'value;
+                    }
+                    (Frame::Object { .. }, b'}') => {
+                        self.at += 1;
+                        self.close_object();
+                    }
+                    (Frame::Array, b']') => {
+                        self.at += 1;
+                        self.frames.pop();
+                    }
+                    _ => return Err(()),
+                }
+            }
+        }
+    }
+
+    /// `"key" :` of an object member (whitespace before it already skipped).
+    fn member_key(&mut self) -> Step {
+        if self.peek() != Some(b'"') {
+            return Err(());
+        }
+        self.string(true)?;
+        self.whitespace();
+        self.expect(b':')
+    }
+
+    fn close_object(&mut self) {
+        let Some(Frame::Object { keys, arena }) = self.frames.pop() else {
+            return;
+        };
+        if self.flags & REPEATED == 0 && self.repeats(keys) {
+            self.flags |= REPEATED;
+        }
+        self.keys.truncate(keys);
+        self.arena.truncate(arena);
+    }
+
+    fn key_bytes(&self, key: Key) -> &[u8] {
+        if key.decoded {
+            &self.arena[key.start..key.end]
+        } else {
+            &self.line[key.start..key.end]
+        }
+    }
+
+    /// Whether the keys from index `first` on hold one twice.
+    fn repeats(&self, first: usize) -> bool {
+        let keys = &self.keys[first..];
+        if keys.len() <= PAIRWISE_KEYS {
+            for (i, &a) in keys.iter().enumerate() {
+                let a = self.key_bytes(a);
+                if keys[i + 1..].iter().any(|&b| self.key_bytes(b) == a) {
+                    return true;
+                }
+            }
+            return false;
+        }
+        let mut sorted: Vec<&[u8]> = keys.iter().map(|&k| self.key_bytes(k)).collect();
+        sorted.sort_unstable();
+        sorted.windows(2).any(|pair| pair[0] == pair[1])
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Step {
+        if self.line[self.at..].starts_with(word) {
+            self.at += word.len();
+            Ok(())
+        } else {
+            Err(())
+        }
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.at;
+        while let Some(b'0'..=b'9') = self.peek() {
+            self.at += 1;
+        }
+        self.at - start
+    }
+
+    fn number(&mut self) -> Step {
+        let start = self.at;
+        let negative = self.peek() == Some(b'-');
+        if negative {
+            self.at += 1;
+        }
+        let integer_digits = match self.peek() {
+            Some(b'0') => {
+                self.at += 1;
+                if let Some(b'0'..=b'9') = self.peek() {
+                    return Err(()); // a leading zero
+                }
+                1
+            }
+            Some(b'1'..=b'9') => self.digits(),
+            _ => return Err(()),
+        };
+        let integer_end = self.at;
+        let mut real = false;
+        let mut exponent = false;
+        if self.peek() == Some(b'.') {
+            self.at += 1;
+            if self.digits() == 0 {
+                return Err(());
+            }
+            real = true;
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.at += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.at += 1;
+            }
+            if self.digits() == 0 {
+                return Err(());
+            }
+            real = true;
+            exponent = true;
+        }
+        if !real {
+            let digits = &self.line[integer_end - integer_digits..integer_end];
+            if !fits_64_bits(digits, negative) {
+                self.flags |= OVERSIZED;
+                // orjson reads it as a double, and refuses one too large for that.
+                if integer_digits > 300 && self.infinite(start) {
+                    return Err(());
+                }
+            }
+        } else if (exponent || integer_digits > 300) && self.infinite(start) {
+            return Err(());
+        }
+        Ok(())
+    }
+
+    /// Whether the number from `start` to here is infinite as a (correctly rounded) double.
+    fn infinite(&self, start: usize) -> bool {
+        match std::str::from_utf8(&self.line[start..self.at]) {
+            Ok(text) => text.parse::<f64>().map_or(true, |value| value.is_infinite()),
+            Err(_) => true,
+        }
+    }
+
+    /// A string from its opening quote; a key is recorded in the current object.
+    fn string(&mut self, key: bool) -> Step {
+        self.at += 1;
+        let start = self.at;
+        let line = self.line;
+        let mut escaped = false;
+        loop {
+            // Eight bytes at a time up to the next quote, backslash or control character.
+            while let Some(chunk) = line.get(self.at..self.at + 8) {
+                let word = u64::from_le_bytes([
+                    chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7],
+                ]);
+                let special = special_bytes(word);
+                if special != 0 {
+                    self.at += (special.trailing_zeros() / 8) as usize;
+                    break;
+                }
+                self.at += 8;
+            }
+            match self.peek().ok_or(())? {
+                b'"' => break,
+                b'\\' => {
+                    escaped = true;
+                    self.escape()?;
+                }
+                0x00..=0x1f => return Err(()),
+                _ => self.at += 1,
+            }
+        }
+        let end = self.at;
+        self.at += 1;
+        if key {
+            let key = if escaped { self.decode_key(start, end)? } else { Key { start, end, decoded: false } };
+            self.keys.push(key);
+        }
+        Ok(())
+    }
+
+    /// One escape sequence from its backslash; a high surrogate must be followed by a low one.
+    fn escape(&mut self) -> Step {
+        match self.line.get(self.at + 1).ok_or(())? {
+            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
+                self.at += 2;
+                Ok(())
+            }
+            b'u' => {
+                let unit = self.unit(self.at)?;
+                self.at += 6;
+                match unit {
+                    0xD800..=0xDBFF => {
+                        if self.line.get(self.at) != Some(&b'\\') || self.line.get(self.at + 1) != Some(&b'u') {
+                            return Err(());
+                        }
+                        if !(0xDC00..=0xDFFF).contains(&self.unit(self.at)?) {
+                            return Err(());
+                        }
+                        self.at += 6;
+                        Ok(())
+                    }
+                    0xDC00..=0xDFFF => Err(()),
+                    _ => Ok(()),
+                }
+            }
+            _ => Err(()),
+        }
+    }
+
+    /// The code unit of the `\uXXXX` escape at `at`.
+    fn unit(&self, at: usize) -> Result<u32, ()> {
+        hex_value(self.line.get(at + 2..at + 6).ok_or(())?).ok_or(())
+    }
+
+    /// The key between `start` and `end` (escapes already checked), decoded into the arena.
+    fn decode_key(&mut self, start: usize, end: usize) -> Result<Key, ()> {
+        let from = self.arena.len();
+        let mut at = start;
+        while at < end {
+            let byte = self.line[at];
+            if byte != b'\\' {
+                self.arena.push(byte);
+                at += 1;
+                continue;
+            }
+            let kind = *self.line.get(at + 1).ok_or(())?;
+            let simple = match kind {
+                b'"' => Some(b'"'),
+                b'\\' => Some(b'\\'),
+                b'/' => Some(b'/'),
+                b'b' => Some(0x08),
+                b'f' => Some(0x0c),
+                b'n' => Some(b'\n'),
+                b'r' => Some(b'\r'),
+                b't' => Some(b'\t'),
+                _ => None,
+            };
+            if let Some(decoded) = simple {
+                self.arena.push(decoded);
+                at += 2;
+                continue;
+            }
+            let mut code = self.unit(at)?;
+            at += 6;
+            if (0xD800..=0xDBFF).contains(&code) {
+                let low = self.unit(at)?;
+                code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+                at += 6;
+            }
+            let character = char::from_u32(code).ok_or(())?;
+            let mut buffer = [0u8; 4];
+            self.arena.extend_from_slice(character.encode_utf8(&mut buffer).as_bytes());
+        }
+        Ok(Key { start: from, end: self.arena.len(), decoded: true })
+    }
+}
+
+/// Whether the integer written with these digits (and sign) is an i64 or a u64.
+fn fits_64_bits(digits: &[u8], negative: bool) -> bool {
+    // JSON integers have no leading zero, so the length orders them.
+    let limit: &[u8] = if negative { b"9223372036854775808" } else { b"18446744073709551615" };
+    digits.len() < limit.len() || (digits.len() == limit.len() && digits <= limit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts() {
+        assert_eq!(scan(br#"{"a":1,"b":[1,2,{"c":null}]}"#), 0);
+        assert_eq!(scan(br#"{"a":1,"a":2}"#), REPEATED);
+        assert_eq!(scan(br#"{"a":1,"\u0061":2}"#), REPEATED);
+        assert_eq!(scan(br#"{"a":{"b":1},"c":{"b":2}}"#), 0);
+        assert_eq!(scan(b"18446744073709551615"), 0);
+        assert_eq!(scan(b"18446744073709551616"), OVERSIZED);
+        assert_eq!(scan(b"-9223372036854775808"), 0);
+        assert_eq!(scan(b"-9223372036854775809"), OVERSIZED);
+        assert_eq!(scan(b"1e400"), INVALID);
+        assert_eq!(scan(b"1e-400"), 0);
+        assert_eq!(scan(b"NaN"), INVALID);
+        assert_eq!(scan(br#""\ud800""#), INVALID);
+        assert_eq!(scan(br#""\ud800\udc00""#), 0);
+        assert_eq!(scan(b"\"\xed\xa0\x80\""), INVALID);
+        assert_eq!(scan(b""), INVALID);
+        assert_eq!(scan(b"[1,]"), INVALID);
+        assert_eq!(scan(b"01"), INVALID);
+    }
+
+    #[test]
+    fn special_bytes_are_exact() {
+        for byte in 0..=255u8 {
+            for lane in 0..8 {
+                let mut bytes = [b'a'; 8];
+                bytes[lane] = byte;
+                let expected = byte == b'"' || byte == b'\\' || byte < 0x20;
+                let found = special_bytes(u64::from_le_bytes(bytes));
+                assert_eq!(found, if expected { 0x80 << (8 * lane) } else { 0 }, "byte {byte:#x} lane {lane}");
+            }
+        }
+        assert_eq!(scan(b"\"abcdefgh\tij\""), INVALID);
+        assert_eq!(scan(b"\"abcdefghijklmnop\\\"q\""), 0);
+    }
+
+    #[test]
+    fn depth() {
+        let ok = [b"[".repeat(1024), b"]".repeat(1024)].concat();
+        assert_eq!(scan(&ok), 0);
+        let deep = [b"[".repeat(1025), b"]".repeat(1025)].concat();
+        assert_eq!(scan(&deep), INVALID);
+    }
+
+    #[test]
+    fn many_keys() {
+        let members: Vec<String> = (0..100).map(|i| format!("\"k{i}\":{i}")).collect();
+        assert_eq!(scan(format!("{{{}}}", members.join(",")).as_bytes()), 0);
+        assert_eq!(scan(format!("{{{},\"k7\":0}}", members.join(",")).as_bytes()), REPEATED);
+    }
+}
