@@ -77,15 +77,25 @@ def _ledger(graph: dict[str, Any]) -> Iterator[str]:
         yield f"… {graph['calls_left_out']:,} more calls not shown"
 
 
+def _counted(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
 def render_text(path: str, line: int, view: dict[str, Any]) -> Iterator[str]:
     counts = view["counts"]
     title = f"{path}:{line}"
     if view.get("rollout_id"):
         title += f"  rollout {view['rollout_id']!r} of task {view['task_id']!r}"
     yield click.style(text_line(title), bold=True)
-    yield (
-        f"{counts['invocations']:,} invocations, {counts['turns']:,} turns, {counts['model_calls']:,} model calls, "
-        f"{counts['tool_calls']:,} tool calls, {counts['unresolved']:,} unresolved claims"
+    yield ", ".join(
+        _counted(counts[key], noun)
+        for key, noun in (
+            ("invocations", "invocation"),
+            ("turns", "turn"),
+            ("model_calls", "model call"),
+            ("tool_calls", "tool call"),
+            ("unresolved", "unresolved claim"),
+        )
     )
     yield ""
     yield click.style("Trajectory", underline=True)

@@ -208,7 +208,7 @@
     var graphRoot = document.getElementById("drill-graph");
     if (s.view) {
       var c = s.view.counts;
-      counts.textContent = c.invocations + " invocations, " + c.turns + " turns, " + c.model_calls + " model calls, " + c.tool_calls + " tool calls, " + c.unresolved + " unresolved claims";
+      counts.textContent = [[c.invocations, "invocation"], [c.turns, "turn"], [c.model_calls, "model call"], [c.tool_calls, "tool call"], [c.unresolved, "unresolved claim"]].map(function (p) { return p[0] + " " + p[1] + (p[0] === 1 ? "" : "s"); }).join(", ");
       tree(s.view.tree, treeRoot);
       if (!s.view.tree.length) treeRoot.appendChild(el("li", "muted", "nothing was built"));
       graph(s.view.graph, graphRoot);
