@@ -34,6 +34,11 @@ class Location:
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "line": self.line, "pointer": self.pointer}
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Findings cross processes and spill to disk by pickle; a frozen slots dataclass pickles
+        # through Python-level state functions, many times slower than this tuple.
+        return (Location, (self.path, self.line, self.pointer))
+
 
 @dataclass(frozen=True, slots=True)
 class Rollout:
@@ -44,6 +49,9 @@ class Rollout:
 
     def to_dict(self) -> dict[str, str]:
         return {"task_id": self.task_id, "rollout_id": self.rollout_id}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Rollout, (self.task_id, self.rollout_id))
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +73,24 @@ class Finding:
 
     def sort_key(self) -> tuple[str, int, str, str, str]:
         return (self.path, self.line, self.pointer, self.code, self.message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            Finding,
+            (
+                self.code,
+                self.name,
+                self.severity,
+                self.message,
+                self.path,
+                self.line,
+                self.pointer,
+                self.related,
+                self.rollout,
+                self.fingerprint,
+                self.availability,
+            ),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -64,12 +64,19 @@ class DuplicateRolloutIdentity:
         cited = f" (the first {CITED} others are cited)" if len(places) > CITED + 1 else ""
         per_file = Counter(path for path, _, _ in places)  # counted once: a group may hold thousands
         files = len(per_file)
-        for path, line, identity in places:
+        # Every row of a group citing every other is quadratic: thousands of rows with one
+        # identity (a producer that never advanced its indices) would exhaust memory. Each row
+        # cites the first rows of the group; the rows past them share one tuple, which also
+        # pickles once per block of findings.
+        first = [Location(p, n) for p, n, _ in places[: CITED + 1]]
+        shared = tuple(first[:CITED])
+        for index, (path, line, identity) in enumerate(places):
             here = per_file[path]
             where = " in this file" if files == 1 else f" in {files:,} files of this run ({here:,} in this file)"
-            # Every row of a group citing every other is quadratic: thousands of rows with one
-            # identity (a producer that never advanced its indices) would exhaust memory.
-            others = tuple(Location(p, n) for p, n, _ in places[: CITED + 1] if (p, n) != (path, line))
+            if index <= CITED:
+                others = tuple(loc for loc in first if (loc.path, loc.line) != (path, line))
+            else:
+                others = shared
             yield (
                 Location(path, line),
                 identity,
