@@ -51,7 +51,10 @@ def hook_repo(tmp_path_factory):
     ).stdout.decode().split("\0")
     for name in filter(None, listed):
         source = ROOT / name
-        if source.is_file():
+        if source.is_symlink():  # trajlint/data/ links the catalog and schemas into the package
+            (snapshot / name).parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(os.readlink(source), snapshot / name)
+        elif source.is_file():
             (snapshot / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, snapshot / name)
     git("init", "-q", cwd=snapshot, home=home)
