@@ -81,7 +81,33 @@ class _Disk:
             self._file = None
 
 
-class Packed(Generic[T]):
+class _ReadBack(Generic[T]):
+    """What `Packed` and `Sorted` share: a sequence read back by iterating, never indexed."""
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[T]:
+        raise NotImplementedError
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def __getitem__(self, index: int | slice) -> Any:
+        return _item(self, index)
+
+    def __eq__(self, other: object) -> Any:
+        if isinstance(other, (list, tuple, _ReadBack)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({list(self)!r})"
+
+
+class Packed(_ReadBack[T]):
     """An append-only sequence of picklable items, read back in the order appended.
 
     `spill=False` keeps every block in memory (compressed): what a worker process hands back
@@ -136,20 +162,6 @@ class Packed(Generic[T]):
     def __len__(self) -> int:
         return self._length
 
-    def __bool__(self) -> bool:
-        return self._length > 0
-
-    def __getitem__(self, index: int | slice) -> Any:
-        return _item(self, index)
-
-    def __eq__(self, other: object) -> Any:
-        return _equal(self, other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"Packed({list(self)!r})"
-
     def __iter__(self) -> Iterator[T]:
         blocks, tail = list(self._blocks), list(self._tail)  # what is there now
         for block in blocks:
@@ -165,7 +177,7 @@ class Packed(Generic[T]):
             self._disk = None
 
 
-class Sorted(Generic[T]):
+class Sorted(_ReadBack[T]):
     """Items appended in any order, read back sorted by `key` (ties in the order appended)."""
 
     def __init__(self, key: Callable[[T], Any], items: Iterable[T] = ()):
@@ -208,20 +220,6 @@ class Sorted(Generic[T]):
     def __len__(self) -> int:
         return self._seq
 
-    def __bool__(self) -> bool:
-        return self._seq > 0
-
-    def __getitem__(self, index: int | slice) -> Any:
-        return _item(self, index)
-
-    def __eq__(self, other: object) -> Any:
-        return _equal(self, other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"Sorted({list(self)!r})"
-
     def __iter__(self) -> Iterator[T]:
         chunk = sorted(self._chunk, key=_head)
         for _, _, item in heapq.merge(*self._runs, chunk, key=_head):
@@ -246,12 +244,6 @@ def _item(seq: Iterable[T], index: int | slice) -> Any:
         return next(itertools.islice(seq, index, None))
     except StopIteration:
         raise IndexError(index) from None
-
-
-def _equal(seq: Iterable[T], other: Any) -> Any:
-    if isinstance(other, (list, tuple, Packed, Sorted)):
-        return list(seq) == list(other)
-    return NotImplemented
 
 
 def key_bytes(key: tuple[Any, ...]) -> bytes:
