@@ -185,6 +185,19 @@ def test_a_changed_byte_always_checks_again(corpus, data):
     assert cached.exit_code == uncached.exit_code
 
 
+def test_a_run_too_large_for_an_entry_is_checked_every_time(corpus, monkeypatch):
+    """An entry is held whole in memory: a run with more findings than it may hold is not stored,
+    so the run's memory stays bounded, and its report is the same."""
+    monkeypatch.setattr(cache_module, "MAX_ENTRY_FINDINGS", 3)
+    first = CliRunner().invoke(main, ["check", "--isolated", "examples/broken.jsonl", "examples/clean.jsonl"])
+    assert first.exit_code == 1
+    entries = _entries(corpus / ".trajlint_cache")
+    assert len(entries) == 1  # clean.jsonl's run, with no finding; broken.jsonl's has more than 3
+    second = CliRunner().invoke(main, ["check", "--isolated", "examples/broken.jsonl", "examples/clean.jsonl"])
+    assert (second.exit_code, second.stdout) == (first.exit_code, first.stdout)
+    assert _entries(corpus / ".trajlint_cache") == entries
+
+
 def test_standard_input_is_never_cached(corpus):
     data = (corpus / "examples" / "broken.jsonl").read_bytes()
     result = CliRunner().invoke(main, ["check", "--isolated", "-"], input=data)

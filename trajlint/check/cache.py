@@ -285,7 +285,7 @@ def cached_run(
     parts.update(
         _check_runs({name: groups[name] for name in missing}, rules, max_row_bytes, jobs, runs, file_kinds, progress)
     )
-    fresh = [name for name in missing if name in keys and not parts[name].internal_errors]
+    fresh = [name for name in missing if name in keys and not parts[name].internal_errors and _storable(parts[name])]
     if fresh:
         # Stored only if every file still holds what was hashed before it was checked.
         again = _digests([s.path for name in fresh for s in groups[name]], jobs)
@@ -393,6 +393,19 @@ def _merge(parts: Sequence[Result]) -> Result:
 
 
 # -- entries ------------------------------------------------------------------------------------
+
+
+#: Findings an entry holds at most. An entry is written and read whole, in memory; a run with more
+#: findings than this is checked every time, so memory stays bounded whatever a run finds.
+MAX_ENTRY_FINDINGS = 100_000
+
+
+def _storable(result: Result) -> bool:
+    """Whether an entry can hold `result` in bounded memory: not too many findings, and no run's
+    task table spilled to disk (a run with that many tasks is checked every time too)."""
+    if len(result.findings) > MAX_ENTRY_FINDINGS:
+        return False
+    return all(isinstance(health.summary["tasks"], dict) for _, health in result.health or ())
 
 
 def _to_entry(result: Result) -> dict[str, Any]:
