@@ -197,6 +197,16 @@ def _graph(built: Build, max_calls: int) -> dict[str, Any]:
             owners[key]["kinds"].append(kind)
         return owners[key]["id"]
 
+    def edge(claim: Any, call: int, conflict: bool) -> dict[str, Any]:
+        return {
+            "owner": owner_node(claim.owner, claim.kind),
+            "call": call,
+            "kind": claim.kind,
+            "pointer": claim.pointer,
+            "valid": claim.valid,
+            "conflict": conflict,
+        }
+
     for entry in built.ledger.calls[:max_calls]:
         why = conflict(entry)
         node = {
@@ -208,14 +218,7 @@ def _graph(built: Build, max_calls: int) -> dict[str, Any]:
         }
         calls.append(node)
         for claim in entry.claims:
-            edges.append({
-                "owner": owner_node(claim.owner, claim.kind),
-                "call": node["id"],
-                "kind": claim.kind,
-                "pointer": claim.pointer,
-                "valid": claim.valid,
-                "conflict": why is not None and not _agrees(entry, claim),
-            })
+            edges.append(edge(claim, node["id"], why is not None and not _agrees(entry, claim)))
     for unresolved in built.ledger.unresolved[:max_calls]:
         node = {
             "id": len(calls),
@@ -226,15 +229,7 @@ def _graph(built: Build, max_calls: int) -> dict[str, Any]:
             "conflict": unresolved.reason,
         }
         calls.append(node)
-        claim = unresolved.claim
-        edges.append({
-            "owner": owner_node(claim.owner, claim.kind),
-            "call": node["id"],
-            "kind": claim.kind,
-            "pointer": claim.pointer,
-            "valid": claim.valid,
-            "conflict": True,
-        })
+        edges.append(edge(unresolved.claim, node["id"], True))
     return {
         "owners": list(owners.values()),
         "calls": calls,
