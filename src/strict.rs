@@ -29,7 +29,10 @@ struct Key {
 
 enum Frame {
     /// An object whose keys start at this index of `keys`, with the arena at this length.
-    Object { keys: usize, arena: usize },
+    Object {
+        keys: usize,
+        arena: usize,
+    },
     Array,
 }
 
@@ -49,7 +52,14 @@ pub fn scan(line: &[u8]) -> u32 {
     if std::str::from_utf8(line).is_err() {
         return INVALID;
     }
-    let mut scanner = Scanner { line, at: 0, flags: 0, keys: Vec::new(), arena: Vec::new(), frames: Vec::new() };
+    let mut scanner = Scanner {
+        line,
+        at: 0,
+        flags: 0,
+        keys: Vec::new(),
+        arena: Vec::new(),
+        frames: Vec::new(),
+    };
     match scanner.document() {
         Ok(()) => scanner.flags,
         Err(()) => INVALID,
@@ -132,7 +142,10 @@ impl Scanner<'_> {
                         self.at += 1;
                         self.check_depth()?;
                     } else {
-                        self.open(Frame::Object { keys: self.keys.len(), arena: self.arena.len() })?;
+                        self.open(Frame::Object {
+                            keys: self.keys.len(),
+                            arena: self.arena.len(),
+                        })?;
                         self.member_key()?;
                         continue 'value;
                     }
@@ -161,7 +174,11 @@ impl Scanner<'_> {
             loop {
                 self.whitespace();
                 let Some(frame) = self.frames.last() else {
-                    return if self.at == self.line.len() { Ok(()) } else { Err(()) };
+                    return if self.at == self.line.len() {
+                        Ok(())
+                    } else {
+                        Err(())
+                    };
                 };
                 match (frame, self.peek().ok_or(())?) {
                     (Frame::Object { .. }, b',') => {
@@ -307,7 +324,9 @@ impl Scanner<'_> {
     /// Whether the number from `start` to here is infinite as a (correctly rounded) double.
     fn infinite(&self, start: usize) -> bool {
         match std::str::from_utf8(&self.line[start..self.at]) {
-            Ok(text) => text.parse::<f64>().map_or(true, |value| value.is_infinite()),
+            Ok(text) => text
+                .parse::<f64>()
+                .map_or(true, |value| value.is_infinite()),
             Err(_) => true,
         }
     }
@@ -344,7 +363,15 @@ impl Scanner<'_> {
         let end = self.at;
         self.at += 1;
         if key {
-            let key = if escaped { self.decode_key(start, end)? } else { Key { start, end, decoded: false } };
+            let key = if escaped {
+                self.decode_key(start, end)?
+            } else {
+                Key {
+                    start,
+                    end,
+                    decoded: false,
+                }
+            };
             self.keys.push(key);
         }
         Ok(())
@@ -362,7 +389,9 @@ impl Scanner<'_> {
                 self.at += 6;
                 match unit {
                     0xD800..=0xDBFF => {
-                        if self.line.get(self.at) != Some(&b'\\') || self.line.get(self.at + 1) != Some(&b'u') {
+                        if self.line.get(self.at) != Some(&b'\\')
+                            || self.line.get(self.at + 1) != Some(&b'u')
+                        {
                             return Err(());
                         }
                         if !(0xDC00..=0xDFFF).contains(&self.unit(self.at)?) {
@@ -421,16 +450,25 @@ impl Scanner<'_> {
             }
             let character = char::from_u32(code).ok_or(())?;
             let mut buffer = [0u8; 4];
-            self.arena.extend_from_slice(character.encode_utf8(&mut buffer).as_bytes());
+            self.arena
+                .extend_from_slice(character.encode_utf8(&mut buffer).as_bytes());
         }
-        Ok(Key { start: from, end: self.arena.len(), decoded: true })
+        Ok(Key {
+            start: from,
+            end: self.arena.len(),
+            decoded: true,
+        })
     }
 }
 
 /// Whether the integer written with these digits (and sign) is an i64 or a u64.
 fn fits_64_bits(digits: &[u8], negative: bool) -> bool {
     // JSON integers have no leading zero, so the length orders them.
-    let limit: &[u8] = if negative { b"9223372036854775808" } else { b"18446744073709551615" };
+    let limit: &[u8] = if negative {
+        b"9223372036854775808"
+    } else {
+        b"18446744073709551615"
+    };
     digits.len() < limit.len() || (digits.len() == limit.len() && digits <= limit)
 }
 
@@ -467,7 +505,11 @@ mod tests {
                 bytes[lane] = byte;
                 let expected = byte == b'"' || byte == b'\\' || byte < 0x20;
                 let found = special_bytes(u64::from_le_bytes(bytes));
-                assert_eq!(found, if expected { 0x80 << (8 * lane) } else { 0 }, "byte {byte:#x} lane {lane}");
+                assert_eq!(
+                    found,
+                    if expected { 0x80 << (8 * lane) } else { 0 },
+                    "byte {byte:#x} lane {lane}"
+                );
             }
         }
         assert_eq!(scan(b"\"abcdefgh\tij\""), INVALID);
@@ -486,6 +528,9 @@ mod tests {
     fn many_keys() {
         let members: Vec<String> = (0..100).map(|i| format!("\"k{i}\":{i}")).collect();
         assert_eq!(scan(format!("{{{}}}", members.join(",")).as_bytes()), 0);
-        assert_eq!(scan(format!("{{{},\"k7\":0}}", members.join(",")).as_bytes()), REPEATED);
+        assert_eq!(
+            scan(format!("{{{},\"k7\":0}}", members.join(",")).as_bytes()),
+            REPEATED
+        );
     }
 }

@@ -12,12 +12,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from trajlint.check import fast
 from trajlint.check.kinds import ROLLOUT_FILE, ROLLOUTS, FileKind
 from trajlint.check.registry import RuleSpec
 from trajlint.check.rule import UNOBSERVED, Reduction, RowDigester, RowObserver, Violation
 from trajlint.check.subject import FILE, Subject, unit_subjects
 from trajlint.findings import SEVERITIES, Finding, Location, Rollout, fingerprint
-from trajlint.read import Batch, LineTally, Source, Unreadable
+from trajlint.read import Batch, LineTally, Source, Unreadable, native
 from trajlint.spill import Packed, Sorted
 
 
@@ -76,6 +77,9 @@ class UnitResult:
         self.physical_lines += part.physical_lines
 
 
+#: Evidence of a line of input: the rules that read it look at every line (or row).
+LINE_EVIDENCE = frozenset({"line", "row"})
+
 # Rows per part of a unit checked in the reporting process (see `RowChecker.check_parts`).
 PART_ROWS = 1000
 
@@ -99,12 +103,28 @@ class RowChecker:
         ]
         self._digesters = list(digesters)
         self._internal = internal_error
+        self._checking_core = native.mode() == "check"
+        self.prove = self._prover(rules) if not digesters else None
         self._plans: dict[tuple[str, frozenset[str]], tuple[list[RuleSpec], list[RuleSpec]]] = {}
         # How many subjects each plan served: coverage is counted per plan, not per rule and row.
         self._uses: dict[tuple[str, frozenset[str]], int] = {}
         # Rules a row left unobserved that its plan counts as evaluated (see `UNOBSERVED`).
         self._unobserved: dict[str, int] = {}
         self.unit = UnitResult("")
+
+    def _prover(self, rules: Sequence[RuleSpec]) -> Callable[[bytes], Any] | None:
+        """The core's proof for a line of a rollout file when it can prove the line clean of every
+        rule this run applies to one (`check.fast`), else None."""
+        core = fast.prover()
+        if core is None:
+            return None
+        check_row, proved = core
+        codes = [r.code for r in rules if ROLLOUTS in r.impl.kinds and r.impl.reads & LINE_EVIDENCE]
+        codes += [r.code for r in rules if r.impl.reduction is not None or r.impl.observed]
+        wanted = fast.wanted_families(codes, proved)
+        if wanted is None:
+            return None
+        return lambda raw: check_row(raw, wanted)
 
     def _plan(self, key: tuple[str, frozenset[str]]) -> tuple[list[RuleSpec], list[RuleSpec]]:
         """(rules to run, rules unobserved) for a subject holding this evidence in a file of this
@@ -144,7 +164,7 @@ class RowChecker:
         (a part of) a file of `kind`."""
         self.start_unit(unit.path)
         tally = LineTally()
-        for subject in unit_subjects(unit, max_row_bytes, tally, kind):
+        for subject in unit_subjects(unit, max_row_bytes, tally, kind, self.prove):
             self.visit(subject)
             if rows_per_part is not None and (
                 len(self.unit.rows) >= rows_per_part or len(self.unit.findings) >= rows_per_part
@@ -189,6 +209,8 @@ class RowChecker:
         first = len(findings)
         unobserved_now: list[str] = []
         raised: dict[str, str] = {}
+        if subject.proved and not self._checking_core:
+            applicable = ()  # the core proved the line clean of every one of them
         for spec in applicable:
             try:
                 violations = spec.impl.check(subject)  # type: ignore[misc]
@@ -204,10 +226,14 @@ class RowChecker:
                 raised[spec.name] = type(exc).__name__
                 continue
             findings.extend(found)
+        if subject.proved and (len(findings) > first or unobserved_now or raised):
+            raise fast.mismatched_findings(subject, findings[first:])
         for code in unobserved_now:
             self._unobserved[code] = self._unobserved.get(code, 0) + 1
         if "row" not in subject.evidence or not (self._reductions or self._digesters):
             return
+        if subject.proved and self._checking_core:
+            self._compare_digests(subject)
         digests = []
         for spec, reduction in self._reductions:
             digest = None
@@ -228,6 +254,14 @@ class RowChecker:
             unobserved_codes = [spec.code for spec in unobserved] + unobserved_now
             observed = tuple(d.digest(subject, row_findings, unobserved_codes, raised) for d in self._digesters)
         unit.rows.append((subject.line, tuple(digests), observed))
+
+    def _compare_digests(self, subject: Subject) -> None:
+        """A proved row's run-level digests are the same from its identity keys alone."""
+        alone = dataclasses.replace(subject, value={k: subject.row[k] for k in fast.IDENTITY_KEYS if k in subject.row}, _memo=None, _build=None)
+        for spec, reduction in self._reductions:
+            applies = spec.impl.reads <= subject.evidence and subject.kind.kind in spec.impl.kinds
+            if applies and reduction.digest(alone) != reduction.digest(subject):
+                raise native.mismatch(subject.path, subject.line, f"{spec.code}'s digest differs on the identity keys alone")
 
     def _internal_error(self, spec: RuleSpec, subject: Subject, exc: Exception) -> None:
         self.unit.internal_errors += 1

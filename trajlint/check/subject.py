@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajlint.builder.identity import rollout_identity
+from trajlint.check import fast
 from trajlint.check.kinds import ROLLOUT_FILE, ROLLOUTS, FileKind
 from trajlint.findings import Location, Rollout
 from trajlint.read import Batch, Line, LineTally, OversizedLine, ParseError, Source, Unreadable, native, parse
@@ -38,6 +39,9 @@ class Subject:
     #: The native core's strict-JSON verdict on a parsed line (`trajlint.read.native`: 0 proves
     #: it clean), or None where the core was not asked.
     strict: int | None = None
+    #: The native core proved the line clean of every rule the run applies to it (`check.fast`):
+    #: `value` then holds only the row's identity keys, unless the run checks the core.
+    proved: bool = False
 
     @property
     def row(self) -> dict[str, Any]:
@@ -78,9 +82,24 @@ def _holds_model_calls(row: dict) -> bool:
     return False
 
 
-def row_subject(path: str, number: int, raw: bytes, core: Any = None, checking: bool = False) -> Subject:
+def row_subject(
+    path: str, number: int, raw: bytes, core: Any = None, checking: bool = False, prove: Any = None
+) -> Subject:
     """The subject of one line; `core` is the native core's line verdict function, when it is to
-    be asked, and `checking` compares its verdict with the Python path's."""
+    be asked, and `checking` compares its verdict with the Python path's. `prove` asks the core to
+    prove the line clean of every rule the run applies (`check.fast`); a line it proves is not
+    parsed here, unless `checking`, when the Python path checks it too."""
+    if prove is not None:
+        proof = prove(raw)
+        if proof is not None:
+            if checking:
+                subject = row_subject(path, number, raw, core, checking)
+                subject.proved = True
+                fast.compare(subject, proof)
+                return subject
+            bits, pairs = proof
+            value = fast.identity_row(pairs)
+            return Subject(path, number, fast.evidence(bits), raw=raw, value=value, rollout=rollout_identity(value), proved=True)
     value = parse(raw)
     strict = None
     if core is not None:
@@ -131,18 +150,22 @@ def unit_subjects(
     max_row_bytes: int,
     tally: LineTally | None = None,
     kind: FileKind = ROLLOUT_FILE,
+    prove: Any = None,
 ) -> Iterator[Subject]:
     """What the rules look at in one unit of input, a file of `kind`: the file (unless the unit
-    is a later shard of it), then each of its lines."""
+    is a later shard of it), then each of its lines. `prove`: see `row_subject` (rollout files
+    only)."""
     if isinstance(unit, Unreadable):
         yield Subject(unit.path, unit.line, FILE, problem=unit, kind=kind)
         return
     if unit.first_shard:
         yield Subject(unit.path, 0, FILE, kind=kind)
     core, checking = native.scanner(), native.mode() == "check"
+    if kind.kind != ROLLOUTS:
+        prove = None
     for item in unit.lines(max_row_bytes, tally):
         if isinstance(item, Line):
-            subject = row_subject(item.path, item.number, item.raw, core, checking)
+            subject = row_subject(item.path, item.number, item.raw, core, checking, prove)
             if kind.kind != ROLLOUTS:
                 # Not a rollout: its findings name no rollout (a baseline keys them on the file).
                 subject.kind, subject.rollout = kind, None

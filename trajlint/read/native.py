@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from functools import cache
+from typing import Any
 
 #: The core's verdict bits (`trajlint._core` defines the same).
 INVALID = 1
@@ -26,7 +27,7 @@ OVERSIZED = 4
 MODES = ("off", "on", "check")
 #: The `trajlint._core` this code was written for (`API` in src/lib.rs); a core built from other
 #: sources is not used.
-API = 1
+API = 2
 
 
 class CoreError(ValueError):
@@ -84,6 +85,11 @@ def _installed_core() -> object | None:
             sys.modules["trajlint._core"] = module
             return module
     return None
+
+
+def module() -> Any:
+    """The compiled core (`trajlint._core`); only asked for when `mode()` is not off."""
+    return _module()
 
 
 def available() -> bool:

@@ -1,0 +1,31 @@
+//! Families of rules the core proves a row clean of, one module each. A family's `clean` returns
+//! true only when the Python path would find nothing of any of its rules on the row: when in
+//! doubt, false. `trajlint.check.fast.FAMILIES` names the rules of each bit.
+
+use serde_json::{Map, Value};
+
+pub mod counts;
+pub mod ownership;
+pub mod schema;
+pub mod structure;
+
+/// TL101-TL107: the row and its sections validate against the schemas, values are canonical.
+pub const SCHEMA: u32 = 1;
+/// TL301-TL304: counts, token totals and times.
+pub const COUNTS: u32 = 2;
+/// TL402-TL410: ids, turn numbers, parents and invocations.
+pub const STRUCTURE: u32 = 4;
+/// TL201-TL209: who owns each model call (the ownership ledger).
+pub const OWNERSHIP: u32 = 8;
+
+/// The families whose proof is written: `trajlint.check.fast` asks the core only about these.
+pub const PROVED: u32 = 0;
+
+pub type Proof = fn(&Map<String, Value>) -> bool;
+
+pub const ALL: [(u32, Proof); 4] = [
+    (SCHEMA, schema::clean),
+    (COUNTS, counts::clean),
+    (STRUCTURE, structure::clean),
+    (OWNERSHIP, ownership::clean),
+];

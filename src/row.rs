@@ -1,0 +1,92 @@
+//! One rollout row in the core: parsed once, its evidence named, and the families of rules it is
+//! proved clean of.
+//!
+//! The core never explains a defect. It proves a row clean of a family of rules, or it says
+//! nothing and the Python path (the reference) checks the row and explains what it finds. A
+//! family that is unsure answers "not proved": that costs speed, never correctness.
+
+use serde_json::{Map, Value};
+
+use crate::families;
+use crate::strict;
+
+/// The top-level keys the run-level rules read of a row proved clean (its identity): the core
+/// hands their JSON text back, so the Python path derives the identity from them exactly as it
+/// does from a whole row.
+pub const IDENTITY_KEYS: [&str; 9] = [
+    "_ng_task_index",
+    "_ng_rollout_index",
+    "_ng_rollout_id",
+    "_ng_attempt_index",
+    "_ng_task_id",
+    "task_id",
+    "problem_id",
+    "instance_id",
+    "stage_index",
+];
+
+/// Evidence bits, in the order of `trajlint.check.fast.EVIDENCE`.
+pub const CAPTURE: u32 = 1;
+pub const OBSERVATIONS: u32 = 2;
+pub const TRAJECTORY: u32 = 4;
+pub const VERIFIERS: u32 = 8;
+pub const MODEL_CALLS: u32 = 16;
+
+/// The row of a line that orjson reads exactly as written (no repeated key, no integer beyond 64
+/// bits) and that is a JSON object; None for any other line.
+pub fn parse(line: &[u8]) -> Option<Map<String, Value>> {
+    if strict::scan(line) != 0 {
+        return None;
+    }
+    match serde_json::from_slice::<Value>(line) {
+        Ok(Value::Object(map)) => Some(map),
+        _ => None,
+    }
+}
+
+/// The evidence the row holds: a section present and not null, and model calls to judge.
+pub fn evidence(row: &Map<String, Value>) -> u32 {
+    let mut bits = 0;
+    for (key, bit) in [
+        ("ng_model_call_capture", CAPTURE),
+        ("ng_agent_observations", OBSERVATIONS),
+        ("ng_trajectory", TRAJECTORY),
+        ("ng_verifier_invocations", VERIFIERS),
+    ] {
+        if !matches!(row.get(key), None | Some(Value::Null)) {
+            bits |= bit;
+        }
+    }
+    if holds_calls(row, "ng_model_call_capture", "calls")
+        || holds_calls(row, "ng_trajectory", "model_calls")
+    {
+        bits |= MODEL_CALLS;
+    }
+    bits
+}
+
+fn holds_calls(row: &Map<String, Value>, section: &str, part: &str) -> bool {
+    matches!(
+        row.get(section).and_then(|s| s.get(part)),
+        Some(Value::Array(items)) if !items.is_empty()
+    )
+}
+
+/// The JSON text of the row's identity keys that it holds, in `IDENTITY_KEYS` order.
+pub fn identity(row: &Map<String, Value>) -> Vec<(&'static str, String)> {
+    IDENTITY_KEYS
+        .iter()
+        .filter_map(|key| row.get(*key).map(|value| (*key, value.to_string())))
+        .collect()
+}
+
+/// The families of `wanted` (bits of `families`) that the row is proved clean of.
+pub fn clean_families(row: &Map<String, Value>, wanted: u32) -> u32 {
+    let mut clean = 0;
+    for (bit, proves) in families::ALL {
+        if wanted & bit != 0 && proves(row) {
+            clean |= bit;
+        }
+    }
+    clean
+}

@@ -1,0 +1,165 @@
+"""The core's proofs, family by family, against the Python path (the reference).
+
+A family the core proves a line clean of (`trajlint.check.fast.FAMILIES`) must be one of whose
+rules the Python path finds nothing on that line: checked on every line of every corpus, each
+family on its own, so a wrong proof is named by its family and line. A proof that never proves
+anything would pass that, so each written family must also prove the clean example's rows. And
+end to end: with the core checked (`TRAJLINT_CORE=check`), a run of the proved families' rules
+reports byte for byte what the Python path reports, and takes the fast path on most rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from trajlint.check import fast
+from trajlint.read import native
+
+from .conftest import EXAMPLES, ROOT
+
+HOSTILE = ROOT / "tests" / "data" / "hostile"
+REAL = ROOT / "tests" / "data" / "real"
+ALL_FAMILIES = sum(fast.FAMILIES)
+
+
+@pytest.fixture(scope="module")
+def core():
+    if not native.available():
+        if os.environ.get("CI") == "true":
+            pytest.fail("trajlint._core is not importable: the native core did not build or install")
+        pytest.skip("trajlint._core is not built here (pip install . builds it)")
+    return native._module()
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """Generated files: one with many defects of every kind the generator makes, one clean."""
+    out = tmp_path_factory.mktemp("generated")
+    files = []
+    for name, defects, seed in (("defective.jsonl", "0.3", "5"), ("mostly-clean.jsonl", "0.02", "6")):
+        path = out / name
+        made = subprocess.run(
+            [sys.executable, str(ROOT / "bench" / "generate.py"), "--rows", "250", "--defects", defects,
+             "--payload-kb", "22", "--seed", seed, "-o", str(path)],
+            capture_output=True, text=True,
+        )
+        assert made.returncode == 0, made.stderr
+        files.append(path)
+    return files
+
+
+def _corpus(generated: list[Path]) -> list[Path]:
+    files = [*sorted(EXAMPLES.rglob("*.jsonl")), *sorted(REAL.rglob("*.jsonl")), *sorted(HOSTILE.rglob("*.jsonl"))]
+    files += sorted((ROOT / "tests" / "data" / "contract").rglob("*.jsonl"))
+    files += [ROOT / "tests" / "data" / "nemo-gym-0.7-persisted.jsonl", *generated]
+    return [path for path in files if path.is_file()]
+
+
+def _python_findings(path: Path) -> dict[int, set[str]]:
+    """line -> codes the Python path reports there, every rule selected."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TRAJLINT_NO_CACHE": "1", "TRAJLINT_CORE": "off"}
+    done = subprocess.run(
+        [sys.executable, "-m", "trajlint", "check", "--isolated", "--select", "ALL", "--jobs", "1",
+         "--max-row-bytes", str(256 * 1024 * 1024), "--output-format", "json", str(path)],
+        capture_output=True, env=env, cwd=ROOT,
+    )
+    assert done.returncode in (0, 1), done.stderr.decode()
+    found: dict[int, set[str]] = defaultdict(set)
+    for finding in json.loads(done.stdout)["findings"]:
+        found[finding["line"]].add(finding["code"])
+    return found
+
+
+def test_every_proof_is_one_python_agrees_with(core, generated):
+    proved_lines: dict[int, int] = defaultdict(int)
+    for path in _corpus(generated):
+        found = _python_findings(path)
+        for number, raw in enumerate(path.read_bytes().split(b"\n"), 1):
+            if not raw.strip():
+                continue
+            clean = core.clean_families(raw, ALL_FAMILIES) & core.PROVED
+            for bit, codes in fast.FAMILIES.items():
+                if clean & bit:
+                    proved_lines[bit] += 1
+                    wrong = found.get(number, set()) & codes
+                    assert not wrong, f"{path.relative_to(ROOT)}:{number}: the core proves family {bit} clean, Python finds {sorted(wrong)}"
+    for bit in fast.FAMILIES:
+        if core.PROVED & bit:
+            assert proved_lines[bit], f"family {bit} is said to be proved but proves no line"
+
+
+def test_each_written_family_proves_the_clean_example(core):
+    rows = [raw for raw in (EXAMPLES / "clean.jsonl").read_bytes().split(b"\n") if raw.strip()]
+    for bit in fast.FAMILIES:
+        if core.PROVED & bit:
+            assert all(core.clean_families(raw, bit) == bit for raw in rows), f"family {bit}"
+
+
+def test_a_stub_family_proves_nothing(core):
+    raw = next(raw for raw in (EXAMPLES / "clean.jsonl").read_bytes().split(b"\n") if raw.strip())
+    for bit in fast.FAMILIES:
+        if not core.PROVED & bit:
+            assert core.clean_families(raw, bit) == 0
+
+
+def test_lines_that_are_not_strict_objects_are_never_proved(core):
+    for raw in (b"", b"[]", b"1", b'{"a": 1, "a": 2}', b'{"a": 1' , b'{"n": 123456789012345678901234567890}', b"\xff"):
+        assert core.clean_families(raw, ALL_FAMILIES) == 0
+        assert core.check_row(raw, 0) is None
+
+
+def _selection(core) -> str:
+    codes = sorted(fast.STRICT | fast.RUN_LEVEL)
+    for bit, members in fast.FAMILIES.items():
+        if core.PROVED & bit:
+            codes += sorted(members)
+    return ",".join(codes)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_reports_identical_on_the_fast_path(core, generated, jobs):
+    paths = [str(EXAMPLES), str(REAL), str(HOSTILE), *map(str, generated)]
+    args = ["check", "--isolated", "--select", _selection(core), "--output-format", "json", "--jobs", jobs, *paths]
+    runs = {}
+    for mode in ("off", "on", "check"):
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "TRAJLINT_NO_CACHE": "1", "TRAJLINT_CORE": mode}
+        runs[mode] = subprocess.run([sys.executable, "-m", "trajlint", *args], capture_output=True, env=env, cwd=ROOT)
+        assert runs[mode].returncode in (0, 1), runs[mode].stderr.decode()
+    assert runs["on"].stdout == runs["off"].stdout
+    assert runs["check"].stdout == runs["off"].stdout
+
+
+def test_the_fast_path_is_taken_for_proved_rows(core, monkeypatch):
+    """A run whose every rule the core proves parses no proved row in Python."""
+    from trajlint import api
+    from trajlint.check import subject as subject_module
+
+    parsed = []
+    real_parse = subject_module.parse
+    monkeypatch.setattr(subject_module, "parse", lambda raw: parsed.append(raw) or real_parse(raw))
+    monkeypatch.setattr(native, "mode", lambda: "on")
+    result = api.check_paths([str(EXAMPLES / "clean.jsonl")], select=[_selection(core)], isolated=True)
+    rows = sum(1 for raw in (EXAMPLES / "clean.jsonl").read_bytes().split(b"\n") if raw.strip())
+    assert result is not None and rows
+    assert len(parsed) == 0
+
+
+def test_a_wrong_proof_stops_a_checked_run(core, monkeypatch, tmp_path):
+    """Check mode compares: a proof of a row in which Python finds a defect is a mismatch."""
+    from trajlint import api
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"_ng_task_index": 0, "_ng_rollout_index": 0, "ng_model_call_capture": {"calls": 3}}\n')
+    proof = (1, [("_ng_task_index", "0"), ("_ng_rollout_index", "0")])
+    monkeypatch.setattr(fast, "prover", lambda: (lambda raw, wanted: proof, ALL_FAMILIES))
+    monkeypatch.setattr(native, "mode", lambda: "check")
+    with pytest.raises(api.SettingsError, match="the core proves the row clean, Python finds TL102"):
+        api.check_paths([str(bad)], select=["TL0", "TL1"], isolated=True)

@@ -1,0 +1,120 @@
+"""The fast path: rows the native core proves clean skip the Python rules.
+
+The core (`trajlint._core`) proves a line clean of whole families of rules (`FAMILIES`), or says
+nothing. A run takes the fast path for a line only when the core proves it clean of *every* rule
+the run would apply to it; the line then becomes a subject with its evidence and identity but
+not its row, and no rule looks at it. Everything else goes the Python way, which stays the
+reference and explains what it finds. Under ``TRAJLINT_CORE=check`` every line the core proves
+clean is also checked the Python way, and a finding there stops the run (`native.CoreMismatch`).
+
+What a proved row still owes the run is its identity (duplicate identities, shared capture keys):
+the core hands back the JSON text of the row's identity keys (`IDENTITY_KEYS`), and the row's
+subject holds a row of only those keys, from which the Python functions derive the identity
+exactly as they do from the whole row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from trajlint.read import native
+
+#: Bits of the core's families (src/families/mod.rs) -> the rules each proves a row clean of.
+SCHEMA, COUNTS, STRUCTURE, OWNERSHIP = 1, 2, 4, 8
+FAMILIES: dict[int, frozenset[str]] = {
+    SCHEMA: frozenset({"TL101", "TL102", "TL103", "TL104", "TL105", "TL107"}),
+    COUNTS: frozenset({"TL301", "TL302", "TL303", "TL304"}),
+    STRUCTURE: frozenset({"TL402", "TL403", "TL404", "TL405", "TL406", "TL407", "TL408", "TL409", "TL410"}),
+    OWNERSHIP: frozenset({"TL201", "TL202", "TL203", "TL204", "TL205", "TL206", "TL207", "TL208", "TL209"}),
+}
+#: Rules about the line itself that a row the core parses cannot break: it is valid strict JSON
+#: (no repeated key, no integer beyond 64 bits) and an object. (Too large a line never reaches it.)
+STRICT = frozenset({"TL002", "TL003", "TL004", "TL005", "TL006"})
+#: Rules of the whole run: they read a proved row's identity, which the fast path keeps.
+RUN_LEVEL = frozenset({"TL401", "TL411"})
+
+#: Evidence bits of `check_row` (src/row.rs), in bit order.
+EVIDENCE = ("capture", "observations", "trajectory", "verifiers", "model-calls")
+
+
+def wanted_families(codes: Iterable[str], proved: int) -> int | None:
+    """The family bits the core must prove for a run of rules `codes` (the rules that look at a
+    line of a rollout file) to take the fast path, or None when some rule is beyond what the core
+    proves (`proved`, its written families)."""
+    wanted = 0
+    for code in codes:
+        if code in STRICT or code in RUN_LEVEL:
+            continue
+        bit = next((bit for bit, members in FAMILIES.items() if code in members), None)
+        if bit is None or not bit & proved:
+            return None
+        wanted |= bit
+    return wanted
+
+
+_EVIDENCE_SETS: dict[int, frozenset[str]] = {}
+
+
+def evidence(bits: int) -> frozenset[str]:
+    """The evidence of a proved row, from the core's bits (one frozenset per combination)."""
+    found = _EVIDENCE_SETS.get(bits)
+    if found is None:
+        names = {"line", "row"}
+        names.update(name for i, name in enumerate(EVIDENCE) if bits & (1 << i))
+        found = _EVIDENCE_SETS[bits] = frozenset(names)
+    return found
+
+
+def identity_row(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """The row of a proved line's identity keys, from their JSON text."""
+    return {key: orjson.loads(text) for key, text in pairs}
+
+
+def prover() -> Any:
+    """The core's `check_row` and its proved families, or None when the Python path decides."""
+    if native.mode() == "off":
+        return None
+    module = native.module()
+    return module.check_row, module.PROVED
+
+
+def compare(subject: Any, proof: tuple[int, list[tuple[str, str]]]) -> None:
+    """Raise `native.CoreMismatch` unless a line the core proved has, the Python way, the
+    evidence and the identity the proof gives it (its findings are compared once its rules ran,
+    `mismatched_findings`)."""
+    from trajlint.builder.identity import rollout_identity
+
+    bits, pairs = proof
+    row = subject.value
+    said = evidence(bits)
+    if not isinstance(row, dict) or said != subject.evidence:
+        raise native.mismatch(
+            subject.path, subject.line, f"the core proves a row with evidence {sorted(said)}, Python finds {sorted(subject.evidence)}"
+        )
+    identity = identity_row(pairs)
+    if identity != {key: row[key] for key in identity} or set(identity) != {key for key in IDENTITY_KEYS if key in row}:
+        raise native.mismatch(subject.path, subject.line, f"the core reads the identity keys as {identity}")
+    if rollout_identity(identity) != subject.rollout:
+        raise native.mismatch(subject.path, subject.line, "the row's identity differs on its identity keys alone")
+
+
+def mismatched_findings(subject: Any, findings: list[Any]) -> native.CoreMismatch:
+    codes = sorted({finding.code for finding in findings})
+    return native.mismatch(subject.path, subject.line, f"the core proves the row clean, Python finds {', '.join(codes)}")
+
+
+#: src/row.rs IDENTITY_KEYS.
+IDENTITY_KEYS = (
+    "_ng_task_index",
+    "_ng_rollout_index",
+    "_ng_rollout_id",
+    "_ng_attempt_index",
+    "_ng_task_id",
+    "task_id",
+    "problem_id",
+    "instance_id",
+    "stage_index",
+)
