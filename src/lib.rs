@@ -3,6 +3,7 @@
 
 use pyo3::prelude::*;
 
+pub mod build;
 pub mod families;
 pub mod row;
 pub mod strict;

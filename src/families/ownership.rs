@@ -1,6 +1,113 @@
+//! TL201-TL209, who owns each model call (trajlint/check/rules/ownership.py), read from the
+//! ownership ledger (`crate::build::ledger`).
+//!
+//! A row is clean when no reference is unmatched, every ambiguous reference names calls of one
+//! id, and each call's claims agree: at most one agent invocation on a call no compaction or
+//! verifier claims; a compaction helper claimed by its compacted invocation alone and by no
+//! stated turn, its boundary markers naming the invocation's own calls; a verifier-owned call
+//! claimed by one verifier and by no agent, compaction or turn; and, in a row with agent
+//! invocations, every call owned by someone or contested by an ambiguous reference.
+
+use std::collections::HashSet;
+
 use serde_json::{Map, Value};
 
-/// Not proved yet: every row goes to the Python path for these rules.
-pub fn clean(_row: &Map<String, Value>) -> bool {
-    false
+use crate::build::ledger::{self, Entry, Kind, Ledger, Reason};
+
+pub fn clean(row: &Map<String, Value>) -> bool {
+    let Some(ledger) = ledger::build(row) else {
+        return false;
+    };
+    let Some(contested) = references_clean(&ledger) else {
+        return false;
+    };
+    let invocations = ledger::holds_invocations(row);
+    ledger
+        .calls
+        .iter()
+        .enumerate()
+        .all(|(i, entry)| claims_agree(entry) && (!invocations || contested[i] || owned(entry)))
+}
+
+/// TL207 and TL208: no reference matches no call, and an ambiguous one names calls of one id
+/// (the duplicate id is another rule's). Some(the calls an ambiguous reference names) when so.
+fn references_clean(ledger: &Ledger) -> Option<Vec<bool>> {
+    let mut contested = vec![false; ledger.calls.len()];
+    let mut forms = HashSet::new();
+    for unresolved in &ledger.unresolved {
+        match unresolved.reason {
+            Reason::Unjoinable => {}
+            Reason::Unmatched => return None,
+            Reason::Ambiguous => {
+                if !forms.insert(unresolved.key) {
+                    continue; // one form, one set of candidates
+                }
+                let candidates = ledger.candidates(unresolved.key);
+                let first = candidates.first().map(|&i| ledger.calls[i].model_call_id);
+                if candidates
+                    .iter()
+                    .any(|&i| Some(ledger.calls[i].model_call_id) != first)
+                {
+                    return None;
+                }
+                for &i in candidates {
+                    contested[i] = true;
+                }
+            }
+        }
+    }
+    Some(contested)
+}
+
+/// TL209: a claim other than a boundary marker makes the call owned.
+fn owned(entry: &Entry) -> bool {
+    entry.claims.iter().any(|c| c.kind.owns())
+}
+
+/// The distinct owners (ids) among the claims of `kinds`, sorted.
+fn owners<'a>(entry: &Entry<'a>, kinds: impl Fn(Kind) -> bool) -> Vec<&'a str> {
+    let mut found: Vec<&str> = entry
+        .claims
+        .iter()
+        .filter(|c| kinds(c.kind))
+        .filter_map(|c| c.owner)
+        .collect();
+    found.sort_unstable();
+    found.dedup();
+    found
+}
+
+/// TL201-TL206 on one call.
+fn claims_agree(entry: &Entry) -> bool {
+    let agents = owners(entry, Kind::is_agent);
+    let has = |kind| entry.claimed_as(kind);
+    if has(Kind::Verifier) {
+        // TL204, TL205, TL206: one verifier, and no turn, agent or (with a verifier id) helper.
+        let verifiers = owners(entry, |k| k == Kind::Verifier);
+        return !has(Kind::Turn)
+            && agents.is_empty()
+            && verifiers.len() <= 1
+            && (verifiers.is_empty() || !has(Kind::Compaction));
+    }
+    let Some(helper) = entry.claims.iter().find(|c| c.kind == Kind::Compaction) else {
+        // TL201 (TL203's markers need a helper claim or an agent owner to disagree with).
+        return agents.len() < 2 && markers_agree(entry, &agents);
+    };
+    // TL202, TL203: no turn; every agent or compaction claimant is the compacted invocation.
+    !has(Kind::Turn)
+        && entry
+            .claims
+            .iter()
+            .filter(|c| c.kind.is_agent() || c.kind == Kind::Compaction)
+            .all(|c| c.owner.is_none() || c.owner == helper.owner)
+        && markers_agree(entry, &agents)
+}
+
+/// TL203: a boundary marker names a call of its own invocation, when agents claim the call.
+fn markers_agree(entry: &Entry, agents: &[&str]) -> bool {
+    agents.is_empty()
+        || entry.claims.iter().all(|c| {
+            !matches!(c.kind, Kind::CompactionBefore | Kind::CompactionAfter)
+                || c.owner.is_none_or(|o| agents.binary_search(&o).is_ok())
+        })
 }
