@@ -592,3 +592,73 @@ pub fn holds_invocations(row: &Map<String, Value>) -> bool {
     observed
         || object(row.get(STATED)).is_some_and(|s| objects(s.get("invocations")).next().is_some())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(text: &str) -> Map<String, Value> {
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn a_stated_call_merges_with_its_capture_and_both_claims_join_it() {
+        let row = row(r#"{
+            "ng_trajectory": {"model_calls": [{"model_call_id": "a", "response_metadata": {"response_id": "r"}}],
+                              "turns": [{"invocation_id": "i", "model_calls": [{"model_call_id": "a"}]}]},
+            "ng_model_call_capture": {"calls": [{"model_call_id": "a", "response": {}}, {"model_call_id": "b"}]},
+            "ng_agent_observations": {"records": [{"kind": "agent_invocation", "invocation_id": "i",
+                                                   "model_calls": [{"model_call_id": "a"}, "x", {"model_call_id": "z"}]}]}
+        }"#);
+        let ledger = build(&row).unwrap();
+        assert_eq!(ledger.calls.len(), 2);
+        let a = &ledger.calls[0];
+        assert_eq!(
+            (a.stated, a.capture, a.response_id, a.has_response),
+            (Some(0), Some(0), Some("r"), true)
+        );
+        let kinds: Vec<Kind> = a.claims.iter().map(|c| c.kind).collect();
+        assert_eq!(kinds, [Kind::Agent, Kind::Turn]);
+        let reasons: Vec<Reason> = ledger.unresolved.iter().map(|u| u.reason).collect();
+        assert_eq!(reasons, [Reason::Unjoinable, Reason::Unmatched]);
+    }
+
+    #[test]
+    fn a_stated_call_not_proved_valid_gives_no_ledger() {
+        let row = row(
+            r#"{"ng_trajectory": {"model_calls": [{"model_call_id": "a", "started_at": "1.5"}]}}"#,
+        );
+        assert!(build(&row).is_none());
+    }
+
+    #[test]
+    fn references_to_a_shared_id_share_one_answer() {
+        let calls: Vec<String> = (0..3)
+            .map(|i| format!(r#"{{"model_call_id": "same", "response_id": "r{i}"}}"#))
+            .collect();
+        let text = format!(
+            r#"{{"ng_model_call_capture": {{"calls": [{}]}}, "ng_verifier_invocations": [{{"invocation_id": "v", "model_calls": [{{"model_call_id": "same"}}, {{"model_call_id": "same", "response_id": "r1"}}]}}]}}"#,
+            calls.join(",")
+        );
+        let row = row(&text);
+        let ledger = build(&row).unwrap();
+        assert_eq!(ledger.unresolved.len(), 1);
+        assert_eq!(ledger.candidates(ledger.unresolved[0].key), [0, 1, 2]);
+        assert_eq!(ledger.calls[1].claims[0].kind, Kind::Verifier);
+    }
+
+    #[test]
+    fn a_session_claims_the_last_call_of_its_id_once_per_owner() {
+        let row = row(r#"{
+            "ng_model_call_capture": {"calls": [{"model_call_id": "a", "client_session_id": "i"},
+                                                {"model_call_id": "a", "client_session_id": "i"}]},
+            "ng_agent_observations": {"records": [{"kind": "agent_invocation", "invocation_id": "i"},
+                                                  {"kind": "agent_invocation", "invocation_id": "i"}]}
+        }"#);
+        let ledger = build(&row).unwrap();
+        assert!(ledger.calls[0].claims.is_empty());
+        let kinds: Vec<Kind> = ledger.calls[1].claims.iter().map(|c| c.kind).collect();
+        assert_eq!(kinds, [Kind::Session]);
+        assert!(holds_invocations(&row));
+    }
+}
