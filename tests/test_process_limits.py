@@ -8,6 +8,8 @@ bounding set. When every file trajlint needs is readable by others it drops ever
 `nobody`; otherwise (an interpreter under a private home directory) the effective id stays 0,
 which still reads the files but no longer escapes the limit. The limit is what the user already
 runs plus a few tasks, swept over a range, so that only some of the workers (or none) can start.
+Two pools of workers are covered: the one that checks shards of a large file, and the one the
+result cache uses to check many small runs at once.
 """
 
 from __future__ import annotations
@@ -39,11 +41,13 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Li
 
 
 @pytest.fixture(scope="module")
-def big() -> Iterator[tuple[Path, str]]:
-    """(a rollout file large enough to start workers, its report from one process)."""
+def inputs() -> Iterator[dict[str, tuple[Path, str]]]:
+    """Each input by name, with its report from one process: `big`, a rollout file large enough
+    to start workers; `small`, files each too small for workers, which the result cache checks
+    a run per worker."""
     directory = Path(tempfile.mkdtemp(prefix="trajlint-limits-"))
     try:
-        os.chmod(directory, 0o755)  # readable by `nobody`
+        os.chmod(directory, 0o777)  # readable by `nobody`, and its cache writable
         path = directory / "rollouts.jsonl"
         subprocess.run(
             [sys.executable, str(ROOT / "bench" / "generate.py"), "--size", "9MB", "--payload-kb", "200", "-o", str(path)],
@@ -51,9 +55,17 @@ def big() -> Iterator[tuple[Path, str]]:
         )
         assert path.stat().st_size > parallel.PARALLEL_MIN_BYTES
         os.chmod(path, 0o644)
-        expected = _run(path, "1", lambda: None)
-        assert expected.returncode == 1 and expected.stdout, expected.stderr
-        yield path, expected.stdout
+        small = directory / "small"
+        small.mkdir(mode=0o755)
+        for n in range(6):
+            shutil.copy(ROOT / "examples" / "broken.jsonl", small / f"broken-{n}.jsonl")
+            os.chmod(small / f"broken-{n}.jsonl", 0o644)
+        found = {}
+        for name, target in (("big", path), ("small", small)):
+            expected = _run(target, "1", lambda: None)
+            assert expected.returncode == 1 and expected.stdout, expected.stderr
+            found[name] = (target, expected.stdout)
+        yield found
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
@@ -121,13 +133,16 @@ def _limited(limit: int) -> Callable[[], None]:
 
 
 def _run(path: Path, jobs: str, preexec: Callable[[], None]) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "HOME": str(path.parent),
-        "TRAJLINT_NO_CACHE": "1",
-    }
-    args = [sys.executable, "-m", "trajlint", "check", "--isolated", "--no-cache", "--jobs", jobs,
+    """`check --jobs JOBS PATH`; a directory is checked with a result cache of its own, empty."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(path.parent)}
+    env.pop("TRAJLINT_NO_CACHE", None)
+    if path.is_dir():
+        cache = Path(tempfile.mkdtemp(prefix="cache-", dir=path.parent))
+        os.chmod(cache, 0o777)
+        caching = ["--cache-dir", str(cache)]
+    else:
+        caching = ["--no-cache"]
+    args = [sys.executable, "-m", "trajlint", "check", "--isolated", *caching, "--jobs", jobs,
             "--output-format", "json", str(path)]
     proc = subprocess.Popen(
         args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=path.parent, env=env,
@@ -161,9 +176,9 @@ def _assert_bounded(proc: subprocess.CompletedProcess[str], expected: str) -> No
     assert proc.stdout == expected
 
 
-@pytest.mark.parametrize("extra", range(2, 9))
-def test_jobs_400_under_rlimit_nproc(big, extra):
-    path, expected = big
+@pytest.mark.parametrize(("name", "extra"), [*(("big", n) for n in range(2, 9)), *(("small", n) for n in (2, 4, 6))])
+def test_jobs_400_under_rlimit_nproc(inputs, name, extra):
+    path, expected = inputs[name]
     uid = NOBODY if os.geteuid() == 0 else os.getuid()
     proc = _run(path, "400", _limited(_tasks_of(uid) + extra))
     _assert_bounded(proc, expected)
@@ -190,9 +205,9 @@ def _pids_cgroup(limit: int) -> Iterator[Path]:
                 time.sleep(0.05)
 
 
-@pytest.mark.parametrize("limit", [3, 5, 7])
-def test_jobs_400_in_a_pids_cgroup(big, limit):
-    path, expected = big
+@pytest.mark.parametrize(("name", "limit"), [("big", 3), ("big", 5), ("big", 7), ("small", 4)])
+def test_jobs_400_in_a_pids_cgroup(inputs, name, limit):
+    path, expected = inputs[name]
     with _pids_cgroup(limit) as group:
         procs = str(group / "cgroup.procs")
 
