@@ -176,6 +176,8 @@ fn count_clean(value: &Value, field: &Field) -> bool {
             } else {
                 // A float: `non-integer-count` for a count (unless the build coerced it, which
                 // is not modelled), else only its bound. The bounds are 0 and 1, exact as f64.
+                // (serde_json reads `-0` as a float where orjson reads an integer: a count
+                // written so is left to Python, a measure is 0 either way.)
                 !field.integer && number.as_f64().is_some_and(|f| f >= field.minimum as f64)
             }
         }
