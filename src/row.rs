@@ -32,10 +32,16 @@ pub const TRAJECTORY: u32 = 4;
 pub const VERIFIERS: u32 = 8;
 pub const MODEL_CALLS: u32 = 16;
 
+/// Lines longer than this are never parsed here: a parsed row takes up to ~40 times its line in
+/// memory (an array of small numbers), and the Python path that takes the line instead holds
+/// its own parse alone, never both. Rollout rows are tens to hundreds of kilobytes.
+pub const MAX_PROVED_LINE: usize = 8 * 1024 * 1024;
+
 /// The row of a line that orjson reads exactly as written (no repeated key, no integer beyond 64
-/// bits) and that is a JSON object; None for any other line.
+/// bits) and that is a JSON object; None for any other line, and for a line over
+/// `MAX_PROVED_LINE` bytes.
 pub fn parse(line: &[u8]) -> Option<Map<String, Value>> {
-    if strict::scan(line) != 0 {
+    if line.len() > MAX_PROVED_LINE || strict::scan(line) != 0 {
         return None;
     }
     match serde_json::from_slice::<Value>(line) {

@@ -124,6 +124,23 @@ def test_rows_nested_deeper_than_serde_json_reads_go_to_the_python_path(core):
     assert '"TL401"' in reports["off"]
 
 
+def test_lines_over_the_core_s_size_limit_go_to_the_python_path(core):
+    """A parsed row takes many times its line in memory, so the core parses no line over 8 MiB
+    (`row::MAX_PROVED_LINE`): the Python path takes it alone, and reports the same."""
+    def row(size: int, rollout: int) -> bytes:
+        head = b'{"_ng_task_index": 0, "_ng_rollout_index": %d, "pad": "' % rollout
+        return head + b"x" * (size - len(head) - 2) + b'"}'
+
+    limit = 8 * 1024 * 1024
+    assert core.check_row(row(limit, 0), 0) is not None
+    assert core.check_row(row(limit + 1, 0), 0) is None
+    assert core.clean_families(row(limit + 1, 0), ALL_FAMILIES) == 0
+    reports = _reports([row(limit + 1, 0), row(limit + 1, 0), row(1000, 1)], _fast_selection(core.PROVED))
+    assert reports["on"] == reports["off"]
+    assert reports["check"] == reports["off"]
+    assert '"TL401"' in reports["off"]
+
+
 def test_an_identity_holding_a_negative_zero_is_not_proved(core):
     """orjson reads `-0` as the integer 0 and serde_json as the float -0.0, and the two name
     different rollouts: the core cannot hand back what the line wrote, so it proves nothing."""
