@@ -1,6 +1,265 @@
+//! TL402-TL410: the structure of one row (trajlint/check/rules/structure.py, and TL405/TL406 of
+//! trajlint/check/rules/identity.py).
+//!
+//! Ids are compared as the Python rules compare them: within one list, by exact string (or
+//! `(string, int)`) equality, over the items the walks of trajlint/row/walk.py visit (objects in
+//! a list at a fixed path). The parent links are checked in linear time: each invocation is
+//! visited once however deep its chain, so rows with tens of thousands of invocations or chains
+//! thousands deep cost what their size costs.
+//!
+//! The rollout identity (TL406) is re-derived only from values whose `str()` this module writes
+//! exactly as Python does (strings, integers, booleans, null); any other value proves nothing.
+
+mod identity;
+
+use std::collections::{HashMap, HashSet};
+
 use serde_json::{Map, Value};
 
-/// Not proved yet: every row goes to the Python path for these rules.
-pub fn clean(_row: &Map<String, Value>) -> bool {
+const CAPTURE: &str = "ng_model_call_capture";
+const OBSERVATIONS: &str = "ng_agent_observations";
+const STATED: &str = "ng_trajectory";
+const VERIFIERS: &str = "ng_verifier_invocations";
+
+/// True only when none of TL402-TL410 finds anything on the row.
+pub fn clean(row: &Map<String, Value>) -> bool {
+    let records = items(row, &[OBSERVATIONS, "records"]);
+    let stated = |part: &str| items(row, &[STATED, part]);
+    let of_kind = |kind: &'static str| of_kind(&records, kind);
+
+    // TL402 duplicate-model-call-id
+    if repeats(items(row, &[CAPTURE, "calls"]).into_iter(), "model_call_id")
+        || repeats(stated("model_calls").into_iter(), "model_call_id")
+    {
+        return false;
+    }
+    // TL403 duplicate-invocation-id
+    let stated_invocations = stated("invocations");
+    if repeats(of_kind("agent_invocation"), "invocation_id")
+        || repeats(stated_invocations.iter().copied(), "invocation_id")
+        || repeats(items(row, &[VERIFIERS]).into_iter(), "invocation_id")
+    {
+        return false;
+    }
+    let turns = stated("turns");
+    let tool_calls = stated("tool_calls");
+    if turn_numbers_repeat(&turns)
+        || tool_calls_repeat(of_kind("tool_call"))
+        || tool_calls_repeat(tool_calls.iter().copied())
+    {
+        return false; // TL404 duplicate-turn-number, TL410 duplicate-tool-call
+    }
+    if !turns_name_their_rollout(row, &turns) || !identity::matches(row) {
+        return false; // TL405 turn-identity-mismatch, TL406 trajectory-identity-mismatch
+    }
+    // TL407-TL409: the invocations wherever they stand, the bundle's first.
+    let invocations: Vec<&Map<String, Value>> = of_kind("agent_invocation")
+        .chain(stated_invocations.iter().copied())
+        .collect();
+    let mut known: HashSet<&str> = HashSet::with_capacity(invocations.len());
+    let mut claims: Vec<(&str, &str)> = Vec::new();
+    for invocation in &invocations {
+        if let Some(id) = string(invocation, "invocation_id") {
+            known.insert(id);
+            if let Some(parent) = string(invocation, "parent_invocation_id") {
+                claims.push((id, parent));
+            }
+        }
+    }
+    if has_cycle(&claims) || !parents_explained(row, &known, &claims) {
+        return false; // TL407 parent-cycle, TL408 dangling-parent
+    }
+    // TL409 unknown-invocation: every name is known (then the build is not consulted for a
+    // reason to stay silent, and any reason it would give is moot).
+    let names = of_kind("tool_call")
+        .chain(of_kind("context_compaction"))
+        .chain(tool_calls.iter().copied())
+        .chain(turns.iter().copied());
+    for item in names {
+        if let Some(name) = text(item, "invocation_id") {
+            if !known.contains(name) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// The objects of the list at `path` (a section key, then keys), as `walk.items` visits them.
+fn items<'a>(row: &'a Map<String, Value>, path: &[&str]) -> Vec<&'a Map<String, Value>> {
+    let mut node: Option<&Value> = row.get(path[0]);
+    for key in &path[1..] {
+        node = match node {
+            Some(Value::Object(map)) => map.get(*key),
+            _ => return Vec::new(),
+        };
+    }
+    match node {
+        Some(Value::Array(list)) => list.iter().filter_map(Value::as_object).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The observation records of one kind (`walk.records`).
+fn of_kind<'a>(
+    records: &'a [&'a Map<String, Value>],
+    kind: &'static str,
+) -> impl Iterator<Item = &'a Map<String, Value>> + 'a {
+    records
+        .iter()
+        .copied()
+        .filter(move |r| matches!(r.get("kind"), Some(Value::String(k)) if k == kind))
+}
+
+/// The value of `field` when it is a string (any, the empty one too).
+fn string<'a>(item: &'a Map<String, Value>, field: &str) -> Option<&'a str> {
+    match item.get(field) {
+        Some(Value::String(s)) => Some(s),
+        _ => None,
+    }
+}
+
+/// `walk.text`: a usable id, a non-empty string.
+fn text<'a>(item: &'a Map<String, Value>, field: &str) -> Option<&'a str> {
+    string(item, field).filter(|s| !s.is_empty())
+}
+
+/// Whether two of the items have one usable id in `field`.
+fn repeats<'a>(found: impl Iterator<Item = &'a Map<String, Value>>, field: &str) -> bool {
+    let mut seen = HashSet::new();
+    found
+        .filter_map(|item| text(item, field))
+        .any(|id| !seen.insert(id))
+}
+
+/// An integer as Python reads it (`type(x) is int`): Some(Some(n)) for an integer, Some(None)
+/// for any other value, None when unsure. orjson reads `-0` as the integer 0 where serde_json
+/// reads the float -0.0, so a negative zero is unsure.
+fn integer(value: Option<&Value>) -> Option<Option<i128>> {
+    match value {
+        Some(Value::Number(n)) => {
+            if let Some(i) = n.as_i64() {
+                Some(Some(i128::from(i)))
+            } else if let Some(u) = n.as_u64() {
+                Some(Some(i128::from(u)))
+            } else {
+                match n.as_f64() {
+                    Some(f) if f == 0.0 && f.is_sign_negative() => None,
+                    _ => Some(None),
+                }
+            }
+        }
+        _ => Some(None),
+    }
+}
+
+/// TL404: two turns with one string `invocation_id` and one integer `turn_no` (or a turn whose
+/// number this module cannot read as Python does).
+fn turn_numbers_repeat(turns: &[&Map<String, Value>]) -> bool {
+    let mut seen = HashSet::with_capacity(turns.len());
+    for turn in turns {
+        let Some(number) = integer(turn.get("turn_no")) else {
+            return true;
+        };
+        if let (Some(id), Some(number)) = (string(turn, "invocation_id"), number) {
+            if !seen.insert((id, number)) {
+                return true;
+            }
+        }
+    }
     false
+}
+
+/// TL410: two tool calls of one list with one string `(invocation_id, tool_call_id)`.
+fn tool_calls_repeat<'a>(found: impl Iterator<Item = &'a Map<String, Value>>) -> bool {
+    let mut seen = HashSet::new();
+    found
+        .filter_map(|tool| {
+            Some((
+                string(tool, "invocation_id")?,
+                string(tool, "tool_call_id")?,
+            ))
+        })
+        .any(|key| !seen.insert(key))
+}
+
+/// TL405: every turn's string `task_id` and `rollout_id` equal its trajectory record's (where
+/// that is a string too).
+fn turns_name_their_rollout(row: &Map<String, Value>, turns: &[&Map<String, Value>]) -> bool {
+    let Some(Value::Object(record)) = row.get(STATED) else {
+        return true; // no turns are walked
+    };
+    for name in ["task_id", "rollout_id"] {
+        if let Some(expected) = string(record, name) {
+            if turns
+                .iter()
+                .any(|turn| string(turn, name).is_some_and(|value| value != expected))
+            {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// TL407: whether following each invocation's first-stated parent comes back to itself. Each
+/// invocation is walked through once: a walk stops at one an earlier walk passed.
+fn has_cycle(claims: &[(&str, &str)]) -> bool {
+    let mut parent: HashMap<&str, &str> = HashMap::with_capacity(claims.len());
+    for &(id, first) in claims {
+        parent.entry(id).or_insert(first);
+    }
+    // 1: on the current walk, 2: its way up is known to end without a cycle
+    let mut state: HashMap<&str, u8> = HashMap::with_capacity(parent.len());
+    let mut path: Vec<&str> = Vec::new();
+    for &start in parent.keys() {
+        let mut node = start;
+        while let Some(&up) = parent.get(node) {
+            match state.get(node) {
+                Some(1) => return true,
+                Some(_) => break,
+                None => {}
+            }
+            state.insert(node, 1);
+            path.push(node);
+            node = up;
+        }
+        for done in path.drain(..) {
+            state.insert(done, 2);
+        }
+    }
+    false
+}
+
+/// TL408: every parent is among the row's invocations, or the gaps say it is unavailable (for
+/// the whole tree, or for the invocation naming it).
+fn parents_explained(
+    row: &Map<String, Value>,
+    known: &HashSet<&str>,
+    claims: &[(&str, &str)],
+) -> bool {
+    if claims.iter().all(|(_, parent)| known.contains(parent)) {
+        return true;
+    }
+    let mut named: HashSet<&str> = HashSet::new();
+    for part in [OBSERVATIONS, CAPTURE, STATED] {
+        for gap in items(row, &[part, "gaps"]) {
+            let code = string(gap, "code");
+            let invocation = gap.get("invocation_id");
+            if code == Some("subagent_hierarchy_incomplete")
+                || (code == Some("subagent_parent_unavailable")
+                    && matches!(invocation, None | Some(Value::Null)))
+            {
+                return true;
+            }
+            if code == Some("subagent_parent_unavailable") {
+                if let Some(Value::String(id)) = invocation {
+                    named.insert(id);
+                }
+            }
+        }
+    }
+    claims
+        .iter()
+        .all(|(id, parent)| known.contains(parent) || named.contains(id))
 }
