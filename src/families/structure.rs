@@ -23,9 +23,19 @@ const VERIFIERS: &str = "ng_verifier_invocations";
 
 /// True only when none of TL402-TL410 finds anything on the row.
 pub fn clean(row: &Map<String, Value>) -> bool {
-    let records = items(row, &[OBSERVATIONS, "records"]);
     let stated = |part: &str| items(row, &[STATED, part]);
-    let of_kind = |kind: &'static str| of_kind(&records, kind);
+    // `walk.records` of the three kinds read here, in one pass.
+    let (mut agent, mut tool, mut compaction) = (Vec::new(), Vec::new(), Vec::new());
+    for record in items(row, &[OBSERVATIONS, "records"]) {
+        if let Some(Value::String(kind)) = record.get("kind") {
+            match kind.as_str() {
+                "agent_invocation" => agent.push(record),
+                "tool_call" => tool.push(record),
+                "context_compaction" => compaction.push(record),
+                _ => {}
+            }
+        }
+    }
 
     // TL402 duplicate-model-call-id
     if repeats(items(row, &[CAPTURE, "calls"]).into_iter(), "model_call_id")
@@ -35,7 +45,7 @@ pub fn clean(row: &Map<String, Value>) -> bool {
     }
     // TL403 duplicate-invocation-id
     let stated_invocations = stated("invocations");
-    if repeats(of_kind("agent_invocation"), "invocation_id")
+    if repeats(agent.iter().copied(), "invocation_id")
         || repeats(stated_invocations.iter().copied(), "invocation_id")
         || repeats(items(row, &[VERIFIERS]).into_iter(), "invocation_id")
     {
@@ -44,7 +54,7 @@ pub fn clean(row: &Map<String, Value>) -> bool {
     let turns = stated("turns");
     let tool_calls = stated("tool_calls");
     if turn_numbers_repeat(&turns)
-        || tool_calls_repeat(of_kind("tool_call"))
+        || tool_calls_repeat(tool.iter().copied())
         || tool_calls_repeat(tool_calls.iter().copied())
     {
         return false; // TL404 duplicate-turn-number, TL410 duplicate-tool-call
@@ -53,12 +63,9 @@ pub fn clean(row: &Map<String, Value>) -> bool {
         return false; // TL405 turn-identity-mismatch, TL406 trajectory-identity-mismatch
     }
     // TL407-TL409: the invocations wherever they stand, the bundle's first.
-    let invocations: Vec<&Map<String, Value>> = of_kind("agent_invocation")
-        .chain(stated_invocations.iter().copied())
-        .collect();
-    let mut known: HashSet<&str> = HashSet::with_capacity(invocations.len());
+    let mut known: HashSet<&str> = HashSet::with_capacity(agent.len() + stated_invocations.len());
     let mut claims: Vec<(&str, &str)> = Vec::new();
-    for invocation in &invocations {
+    for invocation in agent.iter().chain(&stated_invocations) {
         if let Some(id) = string(invocation, "invocation_id") {
             known.insert(id);
             if let Some(parent) = string(invocation, "parent_invocation_id") {
@@ -71,8 +78,10 @@ pub fn clean(row: &Map<String, Value>) -> bool {
     }
     // TL409 unknown-invocation: every name is known (then the build is not consulted for a
     // reason to stay silent, and any reason it would give is moot).
-    let names = of_kind("tool_call")
-        .chain(of_kind("context_compaction"))
+    let names = tool
+        .iter()
+        .chain(&compaction)
+        .copied()
         .chain(tool_calls.iter().copied())
         .chain(turns.iter().copied());
     for item in names {
@@ -98,17 +107,6 @@ fn items<'a>(row: &'a Map<String, Value>, path: &[&str]) -> Vec<&'a Map<String, 
         Some(Value::Array(list)) => list.iter().filter_map(Value::as_object).collect(),
         _ => Vec::new(),
     }
-}
-
-/// The observation records of one kind (`walk.records`).
-fn of_kind<'a>(
-    records: &'a [&'a Map<String, Value>],
-    kind: &'static str,
-) -> impl Iterator<Item = &'a Map<String, Value>> + 'a {
-    records
-        .iter()
-        .copied()
-        .filter(move |r| matches!(r.get("kind"), Some(Value::String(k)) if k == kind))
 }
 
 /// The value of `field` when it is a string (any, the empty one too).
@@ -205,27 +203,37 @@ fn turns_name_their_rollout(row: &Map<String, Value>, turns: &[&Map<String, Valu
 /// TL407: whether following each invocation's first-stated parent comes back to itself. Each
 /// invocation is walked through once: a walk stops at one an earlier walk passed.
 fn has_cycle(claims: &[(&str, &str)]) -> bool {
-    let mut parent: HashMap<&str, &str> = HashMap::with_capacity(claims.len());
-    for &(id, first) in claims {
-        parent.entry(id).or_insert(first);
+    // Each claiming invocation numbered once; its first parent as a number, when that parent
+    // claims one too (a walk ends at a parent that claims none).
+    let mut number: HashMap<&str, usize> = HashMap::with_capacity(claims.len());
+    let mut firsts: Vec<&str> = Vec::with_capacity(claims.len());
+    for &(id, parent) in claims {
+        number.entry(id).or_insert_with(|| {
+            firsts.push(parent);
+            firsts.len() - 1
+        });
     }
-    // 1: on the current walk, 2: its way up is known to end without a cycle
-    let mut state: HashMap<&str, u8> = HashMap::with_capacity(parent.len());
-    let mut path: Vec<&str> = Vec::new();
-    for &start in parent.keys() {
-        let mut node = start;
-        while let Some(&up) = parent.get(node) {
-            match state.get(node) {
-                Some(1) => return true,
-                Some(_) => break,
-                None => {}
+    let up: Vec<Option<usize>> = firsts
+        .iter()
+        .map(|parent| number.get(parent).copied())
+        .collect();
+    // 0: not walked, 1: on the current walk, 2: its way up is known to end without a cycle
+    let mut state = vec![0u8; up.len()];
+    let mut path: Vec<usize> = Vec::new();
+    for start in 0..up.len() {
+        let mut node = Some(start);
+        while let Some(at) = node {
+            match state[at] {
+                1 => return true,
+                2 => break,
+                _ => {}
             }
-            state.insert(node, 1);
-            path.push(node);
-            node = up;
+            state[at] = 1;
+            path.push(at);
+            node = up[at];
         }
         for done in path.drain(..) {
-            state.insert(done, 2);
+            state[done] = 2;
         }
     }
     false
