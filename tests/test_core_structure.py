@@ -162,6 +162,10 @@ CASES = [
     ("task id from the task index", _with(lambda r: (r.pop("task_id"), r[TRAJ].update(task_id="3"),
                                                      [t.update(task_id="3") for t in r[TRAJ]["turns"]])), set(), True),
     ("dispatched task id", _with(lambda r: r.update(_ng_task_id="d9")), {"TL406"}, False),
+    ("dispatched task an object", _with(lambda r: (r.update(_ng_task_id={"taskset": "s", "task_id": "t3"}),
+                                                   r[TRAJ].update(task_id={"taskset": "s", "task_id": "t3"}))), set(), True),
+    ("dispatched task an object, stated as text", _with(lambda r: r.update(_ng_task_id={"taskset": "s", "task_id": "t3"})),
+     {"TL406"}, False),
     ("task index a float", _with(lambda r: r.update(_ng_task_index=3.0)), {"TL406"}, False),
     ("no task index", _with(_del("_ng_task_index")), set(), True),
     ("self parent", _with(_set([OBS, "records", 0, "parent_invocation_id"], "root")), {"TL407"}, False),
@@ -325,3 +329,56 @@ def test_a_proved_mutation_is_clean_in_python(core, raw):
         # a fixture's monkeypatch would not span hypothesis's examples
         with mock.patch.dict(os.environ, {"TRAJLINT_CORE": "off"}):
             assert not _found(raw)
+
+
+# --- the identity's text, against Python's str() ----------------------------------------------
+
+_TEXT = st.text(st.sampled_from(list("ab0-_.'\"\\ \t\n\r\x00\x1b\x7fé€")), max_size=6)
+_SCALARS = st.one_of(_TEXT, st.integers(-(2**63), 2**64 - 1), st.booleans(), st.none(), st.sampled_from([1.5, -0.0, 2.0]))
+_VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+                       max_leaves=8)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=_VALUES, key=st.sampled_from(["_ng_task_id", "task_id", "_ng_task_index"]), same=st.booleans())
+def test_the_task_id_is_written_as_python_writes_it(core, value, key, same):
+    """A row whose stated task id is `str()` of its task key is proved (when the key's text is
+    modelled) and clean; one whose stated task id differs is never proved."""
+    from trajlint.builder.identity import python_str
+
+    text = python_str(value) if same else python_str(value) + "x"
+    row = {"_ng_task_index": 0, "_ng_rollout_index": 0, key: value, "ng_trajectory": {"task_id": text}}
+    raw = orjson.dumps(row)
+    if not same:
+        assert not _proved(core, raw)
+        return
+    if key != "_ng_task_index" and value is None:
+        return  # not the task id: the next key is
+    assert _proved(core, raw) is _modelled(value, top=True)
+    with mock.patch.dict(os.environ, {"TRAJLINT_CORE": "off"}):
+        assert not _found(raw)
+
+
+def _modelled(value, top=False) -> bool:
+    """Whether the core writes `str()` of the value: no float, no text beyond ASCII in a list or
+    an object."""
+    if isinstance(value, float):
+        return False
+    if isinstance(value, str):
+        return top or value.isascii()
+    if isinstance(value, list):
+        return all(map(_modelled, value))
+    if isinstance(value, dict):
+        return all(_modelled(k) and _modelled(v) for k, v in value.items())
+    return True
+
+
+@pytest.mark.parametrize("value", [
+    {"taskset": "arith:demo", "task_id": "arith-001"}, ["a'b", 'a"b', "a'\"b", "\\", "\t\x01\x7f"], [[], {}, None, True, -5],
+    "é", 2**64 - 1,
+])
+def test_task_ids_of_every_modelled_shape_are_proved(core, value):
+    from trajlint.builder.identity import python_str
+
+    row = {"_ng_task_index": 0, "_ng_rollout_index": 0, "_ng_task_id": value, "ng_trajectory": {"task_id": python_str(value)}}
+    assert _proved(core, orjson.dumps(row))

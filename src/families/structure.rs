@@ -8,7 +8,8 @@
 //! thousands deep cost what their size costs.
 //!
 //! The rollout identity (TL406) is re-derived only from values whose `str()` this module writes
-//! exactly as Python does (strings, integers, booleans, null); any other value proves nothing.
+//! exactly as Python does (strings, integers, booleans, null, and lists and objects of these with
+//! ASCII text); any other value proves nothing.
 
 mod identity;
 

@@ -27,17 +27,24 @@ pub fn matches(row: &Map<String, Value>) -> bool {
     if found.is_empty() {
         return true;
     }
-    match rollout_identity(row) {
-        Err(()) => false,
-        Ok(None) => true,
-        Ok(Some((task, rollout))) => found.iter().all(|&(is_task, id)| {
-            id == if is_task {
-                task.as_ref()
-            } else {
-                rollout.as_str()
-            }
-        }),
+    // `rollout_identity`: with `_ng_task_index` present the task id is always derived, so the
+    // identity is None exactly when the rollout id is; the task id is derived only when compared
+    // (a dispatched task given as an object is no string to write).
+    if !row.contains_key("_ng_task_index") {
+        return true;
     }
+    let rollout = match rollout_id(row) {
+        Err(()) => return false,
+        Ok(None) => return true,
+        Ok(Some(rollout)) => rollout,
+    };
+    let mut task: Option<Modelled<Option<Cow<'_, str>>>> = None;
+    found.iter().all(|&(is_task, id)| {
+        if !is_task {
+            return id == rollout;
+        }
+        matches!(task.get_or_insert_with(|| task_id(row)), Ok(Some(task)) if id == task.as_ref())
+    })
 }
 
 /// `python_str` of the values whose `str()` is written here exactly.
@@ -51,8 +58,74 @@ fn python_str(value: &Value) -> Modelled<Cow<'_, str>> {
             Some(Some(n)) => Ok(Cow::Owned(n.to_string())),
             _ => Err(()),
         },
-        Value::Array(_) | Value::Object(_) => Err(()),
+        Value::Array(_) | Value::Object(_) => {
+            let mut out = String::new();
+            python_repr(value, &mut out)?;
+            Ok(Cow::Owned(out))
+        }
     }
+}
+
+/// Python's `repr()` of a JSON value (what `str()` of a list or a dict writes for its items), for
+/// strings of ASCII only (beyond it, which characters Python escapes depends on its Unicode
+/// tables), integers, booleans, null, and lists and objects of these. Nesting is bounded by the
+/// parser's depth limit.
+fn python_repr(value: &Value, out: &mut String) -> Modelled<()> {
+    match value {
+        Value::String(s) => repr_str(s, out)?,
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                python_repr(item, out)?;
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (key, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                repr_str(key, out)?;
+                out.push_str(": ");
+                python_repr(item, out)?;
+            }
+            out.push('}');
+        }
+        scalar => out.push_str(&python_str(scalar)?),
+    }
+    Ok(())
+}
+
+fn repr_str(s: &str, out: &mut String) -> Modelled<()> {
+    if !s.is_ascii() {
+        return Err(());
+    }
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c < ' ' || c == '\x7f' => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    Ok(())
 }
 
 fn present<'a>(row: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
@@ -115,14 +188,4 @@ fn rollout_id(row: &Map<String, Value>) -> Modelled<Option<String>> {
         ))),
         _ => Ok(None),
     }
-}
-
-/// (task id, rollout id) as NeMo Gym's collector derives them, None when it derives none.
-fn rollout_identity(row: &Map<String, Value>) -> Modelled<Option<(Cow<'_, str>, String)>> {
-    if !row.contains_key("_ng_task_index") {
-        return Ok(None);
-    }
-    let task = task_id(row)?;
-    let rollout = rollout_id(row)?;
-    Ok(task.zip(rollout))
 }
