@@ -9,7 +9,9 @@ import copy
 import os
 import subprocess
 import sys
+import tempfile
 import tomllib
+from pathlib import Path
 from unittest import mock
 
 import orjson
@@ -217,12 +219,15 @@ _GENERATED: list[dict] = []
 def _rows() -> list[dict]:
     if not _GENERATED:
         rows = [orjson.loads(raw) for raw in (EXAMPLES / "clean.jsonl").read_bytes().splitlines() if raw.strip()]
-        made = subprocess.run(
-            [sys.executable, str(ROOT / "bench" / "generate.py"), "--rows", "12", "--defects", "0",
-             "--payload-kb", "1", "--seed", "11", "-o", "-"],
-            capture_output=True, check=True,
-        )
-        for raw in made.stdout.splitlines():
+        with tempfile.TemporaryDirectory() as out:
+            path = Path(out) / "generated.jsonl"
+            subprocess.run(
+                [sys.executable, str(ROOT / "bench" / "generate.py"), "--rows", "12", "--defects", "0",
+                 "--payload-kb", "1", "--seed", "11", "-o", str(path)],
+                capture_output=True, check=True,
+            )
+            made = path.read_bytes()
+        for raw in made.splitlines():
             try:
                 row = orjson.loads(raw)
             except orjson.JSONDecodeError:
