@@ -77,8 +77,8 @@ pub fn clean(row: &Map<String, Value>) -> bool {
     if has_cycle(&claims) || !parents_explained(row, &known, &claims) {
         return false; // TL407 parent-cycle, TL408 dangling-parent
     }
-    // TL409 unknown-invocation: every name is known (then the build is not consulted for a
-    // reason to stay silent, and any reason it would give is moot).
+    // TL409 unknown-invocation: every name is known, so the rule finds nothing whatever the
+    // build left out (what it reads first, to stay silent on a damaged row).
     let names = tool
         .iter()
         .chain(&compaction)
@@ -271,4 +271,52 @@ fn parents_explained(
     claims
         .iter()
         .all(|(id, parent)| known.contains(parent) || named.contains(id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proves(json: &str) -> bool {
+        match serde_json::from_str::<Value>(json) {
+            Ok(Value::Object(row)) => clean(&row),
+            _ => panic!("not an object: {json}"),
+        }
+    }
+
+    #[test]
+    fn cycles_follow_the_first_parent() {
+        assert!(!has_cycle(&[("b", "a"), ("c", "b")]));
+        assert!(has_cycle(&[("a", "a")]));
+        assert!(has_cycle(&[("a", "b"), ("b", "c"), ("c", "a")]));
+        assert!(!has_cycle(&[("a", "r"), ("b", "a"), ("a", "b")]));
+        let chain: Vec<(String, String)> = (1..10_000)
+            .map(|i| (format!("i{i}"), format!("i{}", i - 1)))
+            .collect();
+        let mut claims: Vec<(&str, &str)> = chain
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect();
+        assert!(!has_cycle(&claims));
+        claims.push(("i0", "i9999"));
+        assert!(has_cycle(&claims));
+    }
+
+    #[test]
+    fn negative_zero_turn_numbers_prove_nothing() {
+        let turns =
+            r#"[{"invocation_id": "r", "turn_no": 0}, {"invocation_id": "r", "turn_no": -0}]"#;
+        assert!(!proves(&format!(
+            r#"{{"ng_trajectory": {{"turns": {turns}}}}}"#
+        )));
+    }
+
+    #[test]
+    fn task_ids_as_python_writes_them() {
+        let row = r#"{"_ng_task_index": 0, "_ng_rollout_index": 0, "_ng_task_id": {"a": ["x'y", "\\", null, true, -3]},
+                      "ng_trajectory": {"task_id": "{'a': [\"x'y\", '\\\\', None, True, -3]}"}}"#;
+        assert!(proves(row));
+        assert!(!proves(&row.replace("-3]}\"", "-4]}\"")));
+        assert!(!proves(&row.replace("-3]", "-3.0]")));
+    }
 }
