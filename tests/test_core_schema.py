@@ -70,16 +70,26 @@ def _proved(core, raw: bytes) -> bool:
 
 
 def _assert_agrees(core, lines: list[bytes]) -> tuple[int, int]:
-    """Every proved line is one Python finds nothing of the family on; (proved, clean) counts."""
+    """Every proved line is one Python finds nothing of the family on. Returns how many rollout
+    rows (objects with both indices: a line of another kind of file is no rollout row, and the
+    family's rules do not look at it) Python finds clean, and how many of those are proved."""
     found = _python_findings(lines)
     proved = clean = 0
     for number, raw in enumerate(lines, 1):
         if _proved(core, raw):
-            proved += 1
             assert not found.get(number), f"line {number}: proved, Python finds {sorted(found[number])}: {raw[:300]!r}"
-        if not found.get(number):
+        if not found.get(number) and _rollout_row(raw):
             clean += 1
+            proved += _proved(core, raw)
     return proved, clean
+
+
+def _rollout_row(raw: bytes) -> bool:
+    try:
+        row = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(row, dict) and "_ng_task_index" in row and "_ng_rollout_index" in row
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +110,7 @@ def generated(tmp_path_factory) -> Path:
 def test_the_core_validates_with_the_packaged_schemas_and_the_same_crate(core):
     packaged = {path.name: path.read_bytes().decode("utf-8") for path in schemas_dir().glob("*.schema.json")}
     assert dict(core.SCHEMA_DOCUMENTS) == packaged
-    assert core.JSONSCHEMA == version("jsonschema_rs")
+    assert version("jsonschema_rs") == core.JSONSCHEMA
     cargo = (ROOT / "Cargo.toml").read_text()
     assert re.search(r'^jsonschema = \{ version = "=' + re.escape(core.JSONSCHEMA) + '"', cargo, re.M)
     pyproject = (ROOT / "pyproject.toml").read_text()
@@ -165,12 +175,13 @@ def _corpus() -> list[Path]:
 
 
 def test_corpora(core, python_only):
-    """Python's verdicts on every corpus line; the rows clean of the family are nearly all proved."""
+    """Python's verdicts on every corpus line; the rollout rows clean of the family are nearly all
+    proved (those that are not hold a count the count rules own)."""
     proved = clean = 0
     for path in _corpus():
         p, c = _assert_agrees(core, _lines(path.read_bytes()))
         proved, clean = proved + p, clean + c
-    assert clean and proved >= 0.5 * clean, (proved, clean)
+    assert clean >= 300 and proved >= 0.95 * clean, (proved, clean)
 
 
 def test_clean_rows_are_proved(core, generated):
