@@ -48,7 +48,9 @@ def core():
 
 @pytest.fixture
 def python_only(monkeypatch):
+    """The Python path alone decides: a proved row must not skip the rules it is compared with."""
     monkeypatch.setattr(native, "mode", lambda: "off")
+    monkeypatch.setenv("TRAJLINT_CORE", "off")
 
 
 def _lines(text: bytes) -> list[bytes]:
@@ -58,7 +60,7 @@ def _lines(text: bytes) -> list[bytes]:
 def _python_findings(lines: list[bytes]) -> dict[int, set[str]]:
     """line (from 1) -> the family's codes the Python path reports there (the core off)."""
     assert native.mode() == "off"
-    report = api.check_rows(lines, select=CODES, isolated=True, max_row_bytes=256 * 1024 * 1024)
+    report = api.check_rows(lines, select=CODES, isolated=True, max_row_bytes=256 * 1024 * 1024, jobs=1)
     found: dict[int, set[str]] = defaultdict(set)
     for finding in report.findings:
         found[finding.line].add(finding.code)
@@ -118,6 +120,8 @@ def test_the_core_validates_with_the_packaged_schemas_and_the_same_crate(core):
 
 
 def test_the_fast_path_proves_the_family_only_when_python_validates_alike(core, monkeypatch):
+    monkeypatch.setattr(native, "mode", lambda: "on")
+    monkeypatch.setattr(validate, "backend", lambda: "rust")
     assert fast.prover()[1] & BIT
 
     class Other:
@@ -127,7 +131,6 @@ def test_the_fast_path_proves_the_family_only_when_python_validates_alike(core, 
         SCHEMA_DOCUMENTS = core.SCHEMA_DOCUMENTS
 
     monkeypatch.setattr(native, "module", lambda: Other)
-    monkeypatch.setattr(native, "mode", lambda: "on")
     assert fast.prover()[1] & BIT
     monkeypatch.setattr(validate, "backend", lambda: "python")
     assert not fast.prover()[1] & BIT
@@ -137,6 +140,7 @@ def test_the_fast_path_proves_the_family_only_when_python_validates_alike(core, 
         stale = type("Stale", (Other,), change)
         monkeypatch.setattr(native, "module", lambda stale=stale: stale)
         monkeypatch.setattr(native, "mode", lambda: "on")
+        monkeypatch.setattr(validate, "backend", lambda: "rust")
         assert not fast.prover()[1] & BIT, change
         assert fast.wanted_families(CODES, fast.prover()[1]) is None
 
@@ -273,13 +277,17 @@ _TOP = ["_ng_task_index", "_ng_rollout_index", "_ng_attempt_index", "_ng_rollout
         "ng_model_call_capture", "ng_verifier_invocations", "task_id"]
 
 
+def _value(data: Any) -> Any:
+    return copy.deepcopy(data.draw(_VALUES))  # a later mutation may change it in place
+
+
 def _mutate(data: Any, row: dict[str, Any]) -> None:
     if data.draw(st.integers(0, 3)) == 0:  # a top-level key the row rule reads
         key = data.draw(st.sampled_from(_TOP))
         if data.draw(st.booleans()) and key in row:
             del row[key]
         else:
-            row[key] = data.draw(_VALUES)
+            row[key] = _value(data)
         return
     node: Any = row
     while True:  # walk down to a container, mostly inside the sections
@@ -292,16 +300,16 @@ def _mutate(data: Any, row: dict[str, Any]) -> None:
         key = data.draw(st.sampled_from(list(node)))
         action = data.draw(st.sampled_from(["set", "delete", "add"]))
         if action == "set":
-            node[key] = data.draw(_VALUES)
+            node[key] = _value(data)
         elif action == "delete":
             del node[key]
         else:
-            node[data.draw(st.sampled_from(["extra", "type", "kind", "role", "status", key + "_"]))] = data.draw(_VALUES)
+            node[data.draw(st.sampled_from(["extra", "type", "kind", "role", "status", key + "_"]))] = _value(data)
     elif isinstance(node, list) and node:
         index = data.draw(st.integers(0, len(node) - 1))
         action = data.draw(st.sampled_from(["set", "drop", "duplicate"]))
         if action == "set":
-            node[index] = data.draw(_VALUES)
+            node[index] = _value(data)
         elif action == "drop":
             del node[index]
         else:
