@@ -53,6 +53,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("STRUCTURE", families::STRUCTURE)?;
     m.add("OWNERSHIP", families::OWNERSHIP)?;
     m.add("PROVED", families::PROVED)?;
+    // What the schema family is proved with: the fast path and the tests compare them with the
+    // Python side's jsonschema-rs and packaged schemas.
+    m.add("JSONSCHEMA", families::schema::JSONSCHEMA)?;
+    m.add("SCHEMA_DOCUMENTS", families::schema::DOCUMENTS.to_vec())?;
     m.add_function(wrap_pyfunction!(scan_line, m)?)?;
     m.add_function(wrap_pyfunction!(check_row, m)?)?;
     m.add_function(wrap_pyfunction!(clean_families, m)?)?;

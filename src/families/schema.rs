@@ -1,6 +1,323 @@
-use serde_json::{Map, Value};
+//! TL101-TL105 and TL107: the row and its sections against the packaged JSON Schemas, and values
+//! NeMo Gym reads but never writes.
+//!
+//! The Python rules validate with jsonschema-rs, the Python binding of the `jsonschema` crate;
+//! the core validates with the same crate at the same version (`JSONSCHEMA`), on the same
+//! documents (`DOCUMENTS`, the files of `schemas/` compiled in, which a test compares with the
+//! packaged ones), registered under their `$id`s and never fetching anything. So a value is valid
+//! here exactly when it is valid there.
+//!
+//! A row is proved clean when Python could find nothing:
+//! - every key of the row is valid against its property in `rollout-row.schema.json`. The row
+//!   schema's object-level keywords are only `type: object`, `required` (the two indices, below)
+//!   and `additionalProperties: true`, so that is the whole row valid, which is the envelope
+//!   (`row-schema`) valid and each section valid against its own document (`capture-schema` ...
+//!   `verifier-schema`), a section's property being a reference to that document (or to it or
+//!   null, for the observations). A row schema with any other object-level keyword proves nothing;
+//! - both indices present (else a `row-schema` warning) and written as NeMo Gym writes them (else
+//!   `noncanonical-value`): the task index a non-negative integer or a string, the rollout index
+//!   a non-negative integer;
+//! - no `ng_trajectory` or `ng_perf` written as null (`noncanonical-value`);
+//! - no scalar of the trajectory or observations that NeMo Gym's lax validation would coerce
+//!   (`trajlint.contract.lax`): every such field absent, null or of the JSON type NeMo Gym
+//!   writes. Such a value the schema may still accept (`12.0` is an integer to JSON Schema); the
+//!   build then reports it as coerced, and `noncanonical-value` warns.
 
-/// Not proved yet: every row goes to the Python path for these rules.
-pub fn clean(_row: &Map<String, Value>) -> bool {
-    false
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use jsonschema::{Registry, Validator};
+use serde_json::{json, Map, Value};
+
+/// The version of the `jsonschema` crate (Cargo.toml pins it): that of the jsonschema-rs Python
+/// package the Python rules validate with. The fast path proves this family only when they agree.
+pub const JSONSCHEMA: &str = "0.61.2";
+
+/// The packaged schemas, by file name, as compiled in.
+pub const DOCUMENTS: [(&str, &str); 8] = [
+    (
+        "agent-observations.schema.json",
+        include_str!("../../schemas/agent-observations.schema.json"),
+    ),
+    (
+        "common.schema.json",
+        include_str!("../../schemas/common.schema.json"),
+    ),
+    (
+        "conversation-item.schema.json",
+        include_str!("../../schemas/conversation-item.schema.json"),
+    ),
+    (
+        "model-call-capture.schema.json",
+        include_str!("../../schemas/model-call-capture.schema.json"),
+    ),
+    (
+        "report.schema.json",
+        include_str!("../../schemas/report.schema.json"),
+    ),
+    (
+        "rollout-row.schema.json",
+        include_str!("../../schemas/rollout-row.schema.json"),
+    ),
+    (
+        "trajectory.schema.json",
+        include_str!("../../schemas/trajectory.schema.json"),
+    ),
+    (
+        "verifier-invocations.schema.json",
+        include_str!("../../schemas/verifier-invocations.schema.json"),
+    ),
+];
+
+const ROW: &str = "rollout-row.schema.json";
+const INDICES: [&str; 2] = ["_ng_task_index", "_ng_rollout_index"];
+
+/// A validator for each property of the row schema.
+struct RowSchema {
+    properties: HashMap<String, Validator>,
+}
+
+/// The row schema's validators, built once; None when the documents hold something this proof
+/// does not model (it then proves nothing).
+fn row_schema() -> Option<&'static RowSchema> {
+    static SCHEMA: OnceLock<Option<RowSchema>> = OnceLock::new();
+    SCHEMA.get_or_init(build).as_ref()
+}
+
+fn build() -> Option<RowSchema> {
+    let mut documents = Vec::new();
+    let mut row = None;
+    for (name, text) in DOCUMENTS {
+        let document: Value = serde_json::from_str(text).ok()?;
+        let uri = document.get("$id")?.as_str()?.to_owned();
+        if name == ROW {
+            row = Some((uri.clone(), document.clone()));
+        }
+        documents.push((uri, document));
+    }
+    let (row_uri, row) = row?;
+    let properties = modelled_row(&row)?;
+    let registry = Registry::new().extend(documents).ok()?.prepare().ok()?;
+    let mut validators = HashMap::new();
+    for name in properties.keys() {
+        // A reference into the row schema, as the Python rules make one for a part of a schema.
+        let part = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$ref": format!("{row_uri}#/properties/{name}"),
+        });
+        let validator = jsonschema::options()
+            .with_registry(&registry)
+            .offline()
+            .build(&part)
+            .ok()?;
+        validators.insert(name.clone(), validator);
+    }
+    Some(RowSchema {
+        properties: validators,
+    })
+}
+
+/// The row schema's properties, when what it says of the row as a whole is what `clean` checks
+/// key by key: an object, any other key allowed, at most the two indices required.
+fn modelled_row(row: &Value) -> Option<&Map<String, Value>> {
+    let row = row.as_object()?;
+    for (keyword, value) in row {
+        let modelled = match keyword.as_str() {
+            "$schema" => value == "https://json-schema.org/draft/2020-12/schema",
+            "$id" | "$defs" | "title" | "description" | "properties" => true,
+            "type" => value == "object",
+            "additionalProperties" => value == &Value::Bool(true),
+            "required" => value
+                .as_array()
+                .is_some_and(|keys| keys.iter().all(|key| INDICES.iter().any(|i| key == i))),
+            _ => false,
+        };
+        if !modelled {
+            return None;
+        }
+    }
+    let properties = row.get("properties")?.as_object()?;
+    // Property names go into a JSON pointer and a URI fragment as they are.
+    properties
+        .keys()
+        .all(|name| {
+            !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        })
+        .then_some(properties)
+}
+
+pub fn clean(row: &Map<String, Value>) -> bool {
+    let Some(schema) = row_schema() else {
+        return false;
+    };
+    canonical_indices(row)
+        && !matches!(row.get("ng_trajectory"), Some(Value::Null))
+        && !matches!(row.get("ng_perf"), Some(Value::Null))
+        && !lax::coerced(row)
+        && row.iter().all(|(key, value)| {
+            schema
+                .properties
+                .get(key)
+                .is_none_or(|validator| validator.is_valid(value))
+        })
+}
+
+/// Both indices present, each as NeMo Gym writes it (`trajlint.check.noncanonical._index`).
+fn canonical_indices(row: &Map<String, Value>) -> bool {
+    let task = match row.get("_ng_task_index") {
+        Some(Value::Number(n)) => n.is_u64(),
+        Some(Value::String(_)) => true,
+        _ => false,
+    };
+    let rollout = matches!(row.get("_ng_rollout_index"), Some(Value::Number(n)) if n.is_u64());
+    task && rollout
+}
+
+/// The scalars NeMo Gym's lax validation would coerce (`trajlint.contract.lax`).
+mod lax {
+    use serde_json::{Map, Value};
+
+    #[derive(Clone, Copy)]
+    enum Kind {
+        Integer,
+        Number,
+        Boolean,
+    }
+    use Kind::{Boolean, Integer, Number};
+
+    type Fields = &'static [(&'static str, Kind)];
+
+    // `trajlint.contract.lax.SCALARS`, model by model (a test derives rows from that table).
+    const AGENT_INVOCATION: Fields = &[("duration_ms", Number)];
+    const TOOL_CALL_OBSERVATION: Fields = &[
+        ("started_at", Number),
+        ("completed_at", Number),
+        ("duration_ms", Number),
+    ];
+    const SANDBOX_OBSERVATION: Fields = &[
+        ("exit_code", Integer),
+        ("wall_time_s", Number),
+        ("cpu_time_s", Number),
+        ("peak_memory_mib", Number),
+    ];
+    const CONTEXT_COMPACTION_OBSERVATION: Fields = &[
+        ("observed_at", Number),
+        ("tokens_before", Integer),
+        ("tokens_after", Integer),
+    ];
+    const TRAJECTORY_TURN: Fields = &[
+        ("turn_no", Integer),
+        ("timestamp", Number),
+        ("resolved", Boolean),
+        ("step_count", Integer),
+    ];
+    const TRAJECTORY_MODEL_CALL: Fields = &[
+        ("started_at", Number),
+        ("completed_at", Number),
+        ("duration_ms", Number),
+    ];
+    const TRAJECTORY_RESPONSE_METADATA: Fields = &[
+        ("status_code", Integer),
+        ("upstream_attempted", Boolean),
+        ("upstream_status_code", Integer),
+        ("latency_ttft_ms", Number),
+    ];
+    const TRAJECTORY_TOKEN_STATS: Fields = &[
+        ("prompt_tokens", Integer),
+        ("completion_tokens", Integer),
+        ("reasoning_tokens", Integer),
+        ("total_tokens", Integer),
+        ("cached_tokens", Integer),
+    ];
+    const TRAJECTORY_TOOL_CALL: Fields = &[
+        ("started_at", Number),
+        ("completed_at", Number),
+        ("duration_ms", Number),
+    ];
+
+    const RECORD_MODELS: [(&str, Fields); 4] = [
+        ("agent_invocation", AGENT_INVOCATION),
+        ("tool_call", TOOL_CALL_OBSERVATION),
+        ("sandbox", SANDBOX_OBSERVATION),
+        ("context_compaction", CONTEXT_COMPACTION_OBSERVATION),
+    ];
+    const STATED_MODELS: [(&str, Fields); 4] = [
+        ("invocations", AGENT_INVOCATION),
+        ("turns", TRAJECTORY_TURN),
+        ("model_calls", TRAJECTORY_MODEL_CALL),
+        ("tool_calls", TRAJECTORY_TOOL_CALL),
+    ];
+    const CALL_PARTS: [(&str, Fields); 2] = [
+        ("response_metadata", TRAJECTORY_RESPONSE_METADATA),
+        ("token_stats", TRAJECTORY_TOKEN_STATS),
+    ];
+
+    /// Whether the value is of the JSON type NeMo Gym writes for `kind` (a boolean is no
+    /// number, a float no integer: Python's `type(value) in written`).
+    fn written(value: &Value, kind: Kind) -> bool {
+        match (value, kind) {
+            (Value::Number(n), Integer) => n.is_u64() || n.is_i64(),
+            (Value::Number(_), Number) | (Value::Bool(_), Boolean) => true,
+            _ => false,
+        }
+    }
+
+    fn odd(item: &Map<String, Value>, fields: Fields) -> bool {
+        fields.iter().any(|(name, kind)| {
+            item.get(*name)
+                .is_some_and(|value| !value.is_null() && !written(value, *kind))
+        })
+    }
+
+    fn objects<'a>(
+        section: &'a Map<String, Value>,
+        part: &str,
+    ) -> impl Iterator<Item = &'a Map<String, Value>> {
+        section
+            .get(part)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_object)
+    }
+
+    /// Whether the build would find a value NeMo Gym reads only by coercing it (or one it
+    /// rejects: either way the row is not proved here).
+    pub fn coerced(row: &Map<String, Value>) -> bool {
+        if let Some(Value::Object(stated)) = row.get("ng_trajectory") {
+            for (part, fields) in STATED_MODELS {
+                for item in objects(stated, part) {
+                    if odd(item, fields) {
+                        return true;
+                    }
+                    if part == "model_calls" {
+                        for (sub, sub_fields) in CALL_PARTS {
+                            if matches!(item.get(sub), Some(Value::Object(inner)) if odd(inner, sub_fields))
+                            {
+                                return true;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(Value::Object(bundle)) = row.get("ng_agent_observations") {
+            for record in objects(bundle, "records") {
+                let model = match record.get("kind") {
+                    Some(Value::String(kind)) => RECORD_MODELS
+                        .iter()
+                        .find(|(name, _)| name == kind)
+                        .map(|(_, fields)| *fields),
+                    _ => None,
+                };
+                if model.is_some_and(|fields| odd(record, fields)) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
 }

@@ -16,6 +16,7 @@ exactly as they do from the whole row.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import cache
 from typing import Any
 
 import orjson
@@ -78,7 +79,35 @@ def prover() -> Any:
     if native.mode() == "off":
         return None
     module = native.module()
-    return module.check_row, module.PROVED
+    proved = module.PROVED
+    if proved & SCHEMA and not validates_as_the_core(module):
+        proved &= ~SCHEMA
+    return module.check_row, proved
+
+
+def validates_as_the_core(module: Any) -> bool:
+    """Whether the schema rules of this process validate as the core does: with jsonschema-rs
+    built on the `jsonschema` crate of the core's version, on the documents compiled into the
+    core. Otherwise (the python-jsonschema backend, another jsonschema-rs, a core built before
+    the schemas changed) a valid/invalid verdict could differ, and the core proves no row clean
+    of them."""
+    from trajlint.contract import validate
+
+    return validate.backend() == "rust" and _same_validation(module)
+
+
+@cache
+def _same_validation(module: Any) -> bool:
+    from importlib.metadata import PackageNotFoundError, version
+
+    from trajlint.contract.data import schemas_dir
+
+    try:
+        installed = version("jsonschema_rs")
+    except PackageNotFoundError:
+        return False
+    packaged = {path.name: path.read_bytes().decode("utf-8") for path in schemas_dir().glob("*.schema.json")}
+    return installed == getattr(module, "JSONSCHEMA", None) and packaged == dict(getattr(module, "SCHEMA_DOCUMENTS", ()))
 
 
 def compare(subject: Any, proof: tuple[int, list[tuple[str, str]]]) -> None:
