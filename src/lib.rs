@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 pub mod families;
 pub mod row;
 pub mod strict;
+pub mod value;
 
 /// The strict-JSON verdict on one line: 0 when orjson reads it exactly as written, else a
 /// combination of `INVALID`, `REPEATED` and `OVERSIZED`.

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::families;
 use crate::strict;
+use crate::value;
 
 /// The top-level keys the run-level rules read of a row proved clean (its identity): the core
 /// hands their JSON text back, so the Python path derives the identity from them exactly as it
@@ -35,10 +36,12 @@ pub const MODEL_CALLS: u32 = 16;
 /// The row of a line that orjson reads exactly as written (no repeated key, no integer beyond 64
 /// bits) and that is a JSON object; None for any other line.
 pub fn parse(line: &[u8]) -> Option<Map<String, Value>> {
-    if strict::scan(line) != 0 {
+    // UTF-8 is checked once, for the scan and the parse both.
+    let text = std::str::from_utf8(line).ok()?;
+    if strict::scan_text(text) != 0 {
         return None;
     }
-    match serde_json::from_slice::<Value>(line) {
+    match value::from_str(text) {
         Ok(Value::Object(map)) => Some(map),
         _ => None,
     }
