@@ -117,7 +117,14 @@ def core_census(root: Path, path: Path) -> dict | None:
         "import json, sys\n"
         "from trajlint.read import native\n"
         "if not native.available():\n    print('null'); sys.exit()\n"
-        "scan = native._module().scan_line\n"
+        "core = native._module()\n"
+        "scan = core.scan_line\n"
+        "from trajlint.check import fast\n"
+        "wanted = getattr(core, 'PROVED', 0)\n"
+        "prove = getattr(core, 'check_row', None)\n"
+        "codes = sorted(fast.STRICT | fast.RUN_LEVEL) + sorted(c for b, m in fast.FAMILIES.items() if b & wanted for c in m)\n"
+        "selection = ','.join(codes) if prove is not None else None\n"
+        "proved = 0\n"
         "sys.path.insert(0, sys.argv[2])\n"
         "from floor import open_lines\n"
         "lines = python = 0\n"
@@ -127,7 +134,9 @@ def core_census(root: Path, path: Path) -> dict | None:
         "        if not raw.strip(b' \\t\\r'):\n            continue\n"
         "        lines += 1\n"
         "        python += scan(raw) != 0\n"
-        "print(json.dumps({'lines': lines, 'python': python}))\n"
+        "        if prove is not None:\n"
+        "            proved += prove(raw, wanted) is not None\n"
+        "print(json.dumps({'lines': lines, 'python': python, 'proved': proved, 'selection': selection}))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script, str(path), str(BENCH)], capture_output=True, text=True, env=trajlint_env(root), cwd=root
@@ -183,6 +192,12 @@ def subjects(args: argparse.Namespace, path: Path, one_row: Path, gym_input: Pat
         main.append(Subject("jobs", f"(c) trajlint check --jobs {args.jobs}{on}", trajlint_argv(path, "--jobs", str(args.jobs)), cwd=root, env=env))
     else:
         main.append(Subject("jobs", f"(c) trajlint check --jobs {args.jobs}", None, note="n/a: trajlint check has no --jobs option yet"))
+    selection = (args.census or {}).get("selection")
+    if selection and has_jobs:
+        # The rules the core proves whole families of: the fast path, next to the same rules in Python.
+        narrowed = trajlint_argv(path, "--jobs", "1", "--select", selection)
+        main.append(Subject("fast_off", "(f0) the core's families only, core off", narrowed, cwd=root, env=off_env))
+        main.append(Subject("fast", "(f) the core's families only, core on", narrowed, cwd=root, env=env))
     if gym and gym_input:
         main.append(Subject("gym", f"(d) gym eval health-check --workers {args.gym_workers}", gym_argv(gym, gym_input, args.gym_workers), gym_run_dir=True))
     else:
@@ -272,6 +287,8 @@ def report(path: Path, counts: dict, main: list[Subject], startup: list[Subject]
         ratio("gym", "jobs", "(d)/(c) NeMo Gym health-check / trajlint --jobs N"),
         ratio("jobs", "trajlint", "(c)/(b) trajlint --jobs / single process"),
         ratio("gym", "trajlint", "(d)/(b) NeMo Gym health-check / trajlint check"),
+        ratio("fast_off", "fast", "(f0)/(f) the core's families: Python / fast path"),
+        ratio("floor", "fast", "(a)/(f) the core's families, throughput as a share of the floor's"),
         "",
         "peak RSS: the largest single process (kernel rusage); tree RSS: sampled sum over the process and its workers.",
     ]
@@ -283,8 +300,16 @@ def report(path: Path, counts: dict, main: list[Subject], startup: list[Subject]
         lines.append(
             f"native core: {census['lines'] - census['python']:,} of {census['lines']:,} lines proved clean of "
             f"strict-JSON problems; {census['python']:,} ({share:.1%}) went to the Python path to be explained. "
-            "Everything after the strict-JSON checks (schemas, build, TL1xx-TL6xx) is Python for every row."
+            "With every rule selected, (b) and (c), everything after the strict-JSON checks is Python for every row:"
+            " the core does not prove the drift and health rules (TL5xx, TL6xx) yet, so no row takes the fast path."
         )
+        if census.get("selection"):
+            proved = census.get("proved", 0)
+            lines.append(
+                f"fast path (f): {proved:,} of {census['lines']:,} lines ({proved / max(1, census['lines']):.1%}) proved clean of"
+                f" every rule of `--select {census['selection']}`; the other"
+                f" {census['lines'] - proved:,} went the Python way."
+            )
     gym = by["gym"]
     if gym.runs and args.gym_input_note:
         lines.append(args.gym_input_note)
