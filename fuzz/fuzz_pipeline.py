@@ -88,6 +88,7 @@ class Pipeline:
         from trajlint.check.registry import load_rules
 
         self.rules = load_rules()
+        self.fast_rules = _fast_path_rules(self.rules)
         self.input_rules = [spec for spec in self.rules.values() if spec.entry.family == "input"]
         self.internal = next(spec for spec in self.rules.values() if spec.name == "internal-error")
         # Writes to a disk-backed /tmp cost milliseconds each; shared memory when there is some.
@@ -138,8 +139,11 @@ class Pipeline:
         from trajlint.report.statistics import render_json, render_text
 
         _core_agrees([content] if container == "json" else content.split(b"\n"))
+        if self.fast_rules is not None:
+            self._fast_path_agrees(container, content, limit)
         sources = self._sources(container, content)
-        result = run(sources, self.rules, max_row_bytes=limit)
+        with _core_mode("check" if self.fast_rules is not None else None):
+            result = run(sources, self.rules, max_row_bytes=limit)
         internal = [f.message for f in result.findings if f.name == "internal-error"]
         if internal or result.internal_errors:
             raise Crash(f"internal error: {internal}")
@@ -165,6 +169,64 @@ class Pipeline:
         )
         if built.internal_errors:
             raise Crash("internal error in trajlint build")
+
+
+    def _fast_path_agrees(self, container: str, content: bytes, limit: int) -> None:
+        """The rules the core proves rows clean of (`_fast_path_rules`) report the same with the
+        core off and on, and a checked run (`TRAJLINT_CORE=check`: the core proves, Python checks
+        every proved row) finds no difference."""
+        from trajlint.check.run import run
+        from trajlint.read import native
+        from trajlint.report import document
+        from trajlint.report.formats import renderer
+
+        reports = {}
+        for mode in ("off", "on", "check"):
+            sources = self._sources(container, content)
+            with _core_mode(mode):
+                try:
+                    result = run(sources, self.fast_rules, max_row_bytes=limit)
+                except native.CoreMismatch as exc:
+                    raise Crash(str(exc)) from None
+            report = document.build(
+                result, self.fast_rules.values(), files=[getattr(s, "path", "") for s in sources], root=self.scratch
+            )
+            reports[mode] = "".join(renderer("json")(report))
+        if not reports["off"] == reports["on"] == reports["check"]:
+            raise Crash("the fast path's report differs from the Python path's")
+
+
+def _fast_path_rules(rules: dict) -> dict | None:
+    """The rules of a run that takes the native core's fast path: those about the line itself,
+    the run-level ones, and the families the core proves (`trajlint.check.fast`); None when the
+    core is not built."""
+    from trajlint.check import fast
+    from trajlint.read import native
+
+    if not native.available():
+        return None
+    proved = native._module().PROVED  # type: ignore[union-attr]
+    codes = set(fast.STRICT | fast.RUN_LEVEL)
+    for bit, members in fast.FAMILIES.items():
+        if proved & bit:
+            codes |= members
+    return {code: spec for code, spec in rules.items() if spec.code in codes}
+
+
+@contextlib.contextmanager
+def _core_mode(mode: str | None) -> Iterator[None]:
+    """Run with the core `off`, `on` or `check`, as TRAJLINT_CORE would say (None: as it says)."""
+    from trajlint.read import native
+
+    if mode is None:
+        yield
+        return
+    saved = native.mode
+    native.mode = lambda: mode  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        native.mode = saved  # type: ignore[assignment]
 
 
 _MISSING = object()

@@ -20,7 +20,8 @@ fn scan_line(line: &[u8]) -> u32 {
 }
 
 /// A line proved clean of every family in `wanted`: (its evidence bits, the JSON text of its
-/// identity keys). None when the core proves less: the Python path then checks the line.
+/// identity keys). None when the core proves less, or cannot hand back the identity exactly: the
+/// Python path then checks the line.
 #[pyfunction]
 fn check_row(
     py: Python<'_>,
@@ -32,7 +33,7 @@ fn check_row(
         if row::clean_families(&row, wanted) != wanted {
             return None;
         }
-        Some((row::evidence(&row), row::identity(&row)))
+        Some((row::evidence(&row), row::identity(&row)?))
     })
 }
 

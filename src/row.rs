@@ -33,9 +33,18 @@ pub const TRAJECTORY: u32 = 4;
 pub const VERIFIERS: u32 = 8;
 pub const MODEL_CALLS: u32 = 16;
 
+/// Lines longer than this are never parsed here: a parsed row takes up to ~40 times its line in
+/// memory (an array of small numbers), and the Python path that takes the line instead holds
+/// its own parse alone, never both. Rollout rows are tens to hundreds of kilobytes.
+pub const MAX_PROVED_LINE: usize = 8 * 1024 * 1024;
+
 /// The row of a line that orjson reads exactly as written (no repeated key, no integer beyond 64
-/// bits) and that is a JSON object; None for any other line.
+/// bits) and that is a JSON object; None for any other line, and for a line over
+/// `MAX_PROVED_LINE` bytes.
 pub fn parse(line: &[u8]) -> Option<Map<String, Value>> {
+    if line.len() > MAX_PROVED_LINE {
+        return None;
+    }
     // UTF-8 is checked once, for the scan and the parse both.
     let text = std::str::from_utf8(line).ok()?;
     if strict::scan_text(text) != 0 {
@@ -75,12 +84,41 @@ fn holds_calls(row: &Map<String, Value>, section: &str, part: &str) -> bool {
     )
 }
 
-/// The JSON text of the row's identity keys that it holds, in `IDENTITY_KEYS` order.
-pub fn identity(row: &Map<String, Value>) -> Vec<(&'static str, String)> {
-    IDENTITY_KEYS
-        .iter()
-        .filter_map(|key| row.get(*key).map(|value| (*key, value.to_string())))
-        .collect()
+/// The JSON text of the row's identity keys that it holds, in `IDENTITY_KEYS` order; None when
+/// some identity value holds a negative zero. serde_json reads both `-0` and `-0.0` as the float
+/// -0.0, while orjson reads `-0` as the integer 0, and the two name different rollouts: the text
+/// no longer tells which the line wrote, so such a row is not proved and the Python path reads it.
+pub fn identity(row: &Map<String, Value>) -> Option<Vec<(&'static str, String)>> {
+    let mut pairs = Vec::new();
+    for key in IDENTITY_KEYS {
+        if let Some(value) = row.get(key) {
+            if holds_negative_zero(value) {
+                return None;
+            }
+            pairs.push((key, value.to_string()));
+        }
+    }
+    Some(pairs)
+}
+
+/// Whether a float -0.0 is anywhere in `value`. Iterative: no value can overflow the stack.
+fn holds_negative_zero(value: &Value) -> bool {
+    let mut pending = vec![value];
+    while let Some(value) = pending.pop() {
+        match value {
+            Value::Number(number)
+                if number
+                    .as_f64()
+                    .is_some_and(|x| x == 0.0 && x.is_sign_negative()) =>
+            {
+                return true;
+            }
+            Value::Array(items) => pending.extend(items),
+            Value::Object(members) => pending.extend(members.values()),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// The families of `wanted` (bits of `families`) that the row is proved clean of.

@@ -321,6 +321,40 @@ def test_settings_that_select_no_rule_are_an_error(project):
     assert _run_in(inner, "check", "--isolated", "runs").returncode == 1
 
 
+def test_per_file_ignores_that_leave_no_file_a_rule_are_an_error(project):
+    inner = _parent_config(project, 'per-file-ignores = {"**" = ["ALL"]}')
+    proc = _run_in(inner, "check", "runs")
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert str(project / "pyproject.toml") in proc.stderr and '"**"' in proc.stderr
+    assert "no rule to run on any of the 2 files checked" in proc.stderr and not proc.stdout
+    assert _run_in(inner, "baseline", "runs").returncode == 2
+    assert not (inner / ".trajlint-baseline.json").exists()
+    assert _run_in(inner, "check", "--isolated", "runs").returncode == 1
+
+
+def test_per_file_ignores_leaving_no_rule_count_every_checked_file(project):
+    (project / "trajlint.toml").write_text('per-file-ignores = { "broken.jsonl" = ["ALL"], "clean.jsonl" = ["TL"] }\n')
+    proc = _run_in(project, "check", "runs")  # two patterns that together ignore everything
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert str(project / "trajlint.toml") in proc.stderr and '"broken.jsonl", "clean.jsonl" leave' in proc.stderr
+    # Only the files checked count: one file, ignored whole, is the same gate that checks nothing.
+    (project / "trajlint.toml").write_text('per-file-ignores = { "broken.jsonl" = ["ALL"] }\n')
+    proc = _run_in(project, "check", "runs/broken.jsonl")
+    assert proc.returncode == 2 and '"broken.jsonl" leaves no rule' in proc.stderr, proc.stderr
+
+
+def test_per_file_ignores_that_leave_some_file_a_rule_still_apply(project):
+    (project / "trajlint.toml").write_text('per-file-ignores = { "broken.jsonl" = ["ALL"] }\n')
+    result = check("--output-format", "json", "runs")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["findings"] == [] and document["summary"]["files"] == 2
+    (project / "trajlint.toml").write_text('per-file-ignores = { "**" = ["TL1"] }\n')
+    result = check("--output-format", "json", "runs")
+    codes = {finding["code"] for finding in json.loads(result.stdout)["findings"]}
+    assert result.exit_code == 1 and codes and not any(code.startswith("TL1") for code in codes)
+
+
 def test_the_configuration_in_force_is_named(project):
     (project / "trajlint.toml").write_text('ignore = ["TL104"]\n')
     result = check("-v", "--output-format", "json", "runs")

@@ -97,9 +97,14 @@ def test_stdin_filename_names_standard_input(tree):
     result = run("--isolated", "--output-format", "json", "--stdin-filename", "runs/piped.jsonl", input=BROKEN)
     paths = {finding["path"] for finding in json.loads(result.stdout)["findings"]}
     assert paths == {"runs/piped.jsonl"}
+    (tree / "trajlint.toml").write_text('[per-file-ignores]\n"runs/*" = ["TL0"]\n')
+    ignored = run("--output-format", "json", "--stdin-filename", "runs/piped.jsonl", "-", input=BROKEN)
+    codes = {finding["code"] for finding in json.loads(ignored.stdout)["findings"]}
+    assert ignored.exit_code == 1 and codes and not any(code.startswith("TL0") for code in codes)
+    # Every rule ignored on the only input: a gate that checks nothing, which is refused.
     (tree / "trajlint.toml").write_text('[per-file-ignores]\n"runs/*" = ["ALL"]\n')
     ignored = run("--stdin-filename", "runs/piped.jsonl", "-", input=BROKEN)
-    assert ignored.exit_code == 0 and ignored.stdout.startswith("All checks passed: ")
+    assert ignored.exit_code == 2 and '"runs/*" leaves no rule' in ignored.stderr, ignored.stderr
     skipped = run("--isolated", "--force-exclude", "--stdin-filename", ".venv/x.jsonl", "-", input=BROKEN)
     assert skipped.exit_code == 0 and skipped.stdout == "All checks passed: 0 rows in 0 files.\n"
 

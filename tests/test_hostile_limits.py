@@ -176,3 +176,42 @@ def test_a_check_of_a_file_replaced_mid_run_reports_it(tmp_path, monkeypatch):
     assert result.exit_code == 1
     assert {f["name"] for f in findings} == {"unreadable-file"}
     assert all("changed while it was read" in f["message"] for f in findings)
+
+
+def _tasks(count: int) -> bytes:
+    return b"".join(b'{"responses_create_params": {"input": "question %d"}}\n' % i for i in range(count))
+
+
+@pytest.mark.parametrize("shard_bytes", [None, 4096])
+def test_a_file_replaced_after_its_kind_was_decided_is_reported_not_mixed(tmp_path, monkeypatch, shard_bytes):
+    """The head that decides a file's kind and the rows checked come from one file: a task
+    dataset replaced by a rollout file between the two is reported, never checked as the other."""
+    import trajlint.read
+    from trajlint.read import units
+
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(_tasks(400))
+    replacement = tmp_path / "new.jsonl"
+    replacement.write_bytes(_rows(400, "new"))
+    head = trajlint.read.head
+    kinds_read = []
+
+    def head_then_replace(source, *args, **kwargs):
+        found = head(source, *args, **kwargs)
+        kinds_read.append(source.path)
+        os.replace(replacement, path)  # after the head was read, before any row is checked
+        return found
+
+    monkeypatch.setenv("TRAJLINT_NO_CACHE", "1")
+    monkeypatch.setattr(trajlint.read, "head", head_then_replace)
+    if shard_bytes is not None:
+        monkeypatch.setattr(units, "SHARD_BYTES", shard_bytes)
+    result = CliRunner().invoke(main, ["check", "--isolated", "--jobs", "1", "--output-format", "json", str(path)])
+    report = json.loads(result.stdout)
+    assert kinds_read == [str(path)] and not replacement.exists()
+    assert result.exit_code == 1 and report["summary"]["rows"] == 0, result.output
+    # What was decided from the head it read (an info finding), and that the file changed.
+    named = {f["name"]: f for f in report["findings"]}
+    assert set(named) == {"non-rollout-file", "unreadable-file"}, report["findings"]
+    assert "task dataset" in named["non-rollout-file"]["message"]
+    assert "changed while it was read" in named["unreadable-file"]["message"]

@@ -163,3 +163,95 @@ def test_two_runs_writing_one_baseline_leave_one_whole_file(tmp_path):
         document = json.loads(target.read_text())
         assert document["tool"] == "trajlint"
         assert sorted(p.name for p in tmp_path.iterdir()) == ["base.json"]
+
+
+class _Health:
+    """What `report.health.write_report` takes: a summary, and the verdict rows (`during` runs
+    while they are written, as a second writer would)."""
+
+    def __init__(self, name: str, rows: int, during=None):
+        self.summary = {"run": {"name": name, "artifacts": {"records": rows}}, "tasks": {}}
+        self._rows, self._during = rows, during
+
+    def verdict_rows(self):
+        for n in range(self._rows):
+            if n == 1 and self._during is not None:
+                self._during()
+            yield json.dumps({"rollout_id": f"{n}-0", "verdict": "healthy", "findings": [], "run": self.summary["run"]["name"]}).encode() + b"\n"
+
+
+def _pair(directory: Path) -> tuple[str, set[str]]:
+    """(the run the summary is of, the runs its verdict rows are of)."""
+    summary = json.loads((directory / "quality_summary.json").read_text())
+    rows = [json.loads(line) for line in (directory / "rollout_verdicts.jsonl").read_text().splitlines()]
+    assert len(rows) == summary["run"]["artifacts"]["records"]
+    return summary["run"]["name"], {row["run"] for row in rows}
+
+
+def test_a_health_report_written_while_another_is_written_is_one_runs_pair(tmp_path):
+    from trajlint.report import health
+
+    second = _Health("second", 3)
+    first = _Health("first", 5, during=lambda: health.write_report(str(tmp_path), second))
+    health.write_report(str(tmp_path), first)  # the second is written whole while the first is
+    assert _pair(tmp_path) == ("first", {"first"})  # both files of the run that renamed last
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["quality_summary.json", "rollout_verdicts.jsonl"]
+
+
+def test_a_reader_holding_the_report_directory_reads_one_pair(tmp_path):
+    import fcntl
+    import threading
+
+    from trajlint.report import health
+
+    health.write_report(str(tmp_path), _Health("old", 2))
+    fd = os.open(tmp_path, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_SH)  # as `flock -s DIR cat DIR/*` does
+    writer = threading.Thread(target=health.write_report, args=(str(tmp_path), _Health("new", 4)))
+    writer.start()
+    writer.join(0.5)
+    try:
+        assert writer.is_alive() and _pair(tmp_path) == ("old", {"old"})  # nothing replaced while read
+    finally:
+        os.close(fd)
+    writer.join(10)
+    assert not writer.is_alive() and _pair(tmp_path) == ("new", {"new"})
+
+
+def test_a_report_directory_locked_too_long_is_one_line_and_exit_2(tmp_path, monkeypatch):
+    import fcntl
+
+    monkeypatch.setenv("TRAJLINT_NO_CACHE", "1")
+    monkeypatch.setattr(write, "LOCK_WAIT_SECONDS", 0.2)
+    report = tmp_path / "health"
+    report.mkdir()
+    fd = os.open(report, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        result = CliRunner().invoke(main, ["check", "--isolated", "-q", "--health-report", str(report), str(EXAMPLES / "clean.jsonl")])
+    finally:
+        os.close(fd)
+    assert result.exit_code == 2 and "another process has held its lock" in result.output, result.output
+    assert list(report.iterdir()) == []  # no temporary file left behind
+
+
+def test_two_runs_writing_one_health_report_leave_one_runs_pair(tmp_path):
+    inputs = {"broken": str(EXAMPLES / "broken.jsonl"), "clean": str(EXAMPLES / "clean.jsonl")}
+    alone = {}
+    for name, path in inputs.items():
+        assert trajlint("check", "--isolated", "-q", "--health-report", str(tmp_path / name), path).returncode in (0, 1)
+        alone[name] = ((tmp_path / name / "quality_summary.json").read_bytes(), (tmp_path / name / "rollout_verdicts.jsonl").read_bytes())
+    assert alone["broken"] != alone["clean"]
+    shared = tmp_path / "shared"
+    for _ in range(3):
+        procs = [
+            subprocess.Popen([sys.executable, "-m", "trajlint", "check", "--isolated", "-q", "--health-report", str(shared), path],
+                             env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            for path in inputs.values()
+        ]
+        for proc in procs:
+            assert proc.wait(timeout=60) in (0, 1), proc.stderr.read()
+            proc.stderr.close()
+        pair = ((shared / "quality_summary.json").read_bytes(), (shared / "rollout_verdicts.jsonl").read_bytes())
+        assert pair in alone.values()
+        assert sorted(p.name for p in shared.iterdir()) == ["quality_summary.json", "rollout_verdicts.jsonl"]

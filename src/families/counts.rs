@@ -1,6 +1,236 @@
-use serde_json::{Map, Value};
+//! TL301-TL304 (`trajlint/check/rules/counts.py`, `trajlint/check/countfields.py`): every count,
+//! duration and latency of the row is a number within its bound, written as the JSON integer a
+//! count must be; no total is below its parts; nothing completes before it starts.
+//!
+//! Every rule of the family finds at least one thing on a row exactly when one item of the walks
+//! below breaks its check (the rules only merge a copy with its source, never drop both), so the
+//! proof checks item by item and needs no pairing. What `non-integer-count` reports of a count
+//! NeMo Gym's lax validation coerces depends on the build (its coerced pointers): the proof does
+//! not model it, so any such value (a float, a boolean or a string where a count belongs) is not
+//! proved.
 
-/// Not proved yet: every row goes to the Python path for these rules.
-pub fn clean(_row: &Map<String, Value>) -> bool {
-    false
+use serde_json::{Map, Number, Value};
+
+/// One count field (`countfields.Count`): its name, whether it counts things (an integer), and
+/// its lower bound.
+struct Field {
+    name: &'static str,
+    integer: bool,
+    minimum: i64,
+}
+
+const fn count(name: &'static str) -> Field {
+    Field {
+        name,
+        integer: true,
+        minimum: 0,
+    }
+}
+
+const fn measure(name: &'static str) -> Field {
+    Field {
+        name,
+        integer: false,
+        minimum: 0,
+    }
+}
+
+const CAPTURE_CALL: [Field; 9] = [
+    count("call_index"),
+    count("cache_creation_tokens"),
+    count("tokens_in"),
+    count("tokens_out"),
+    count("tokens_reasoning"),
+    count("tokens_total"),
+    count("cached_tokens"),
+    measure("latency_total_ms"),
+    measure("latency_ttft_ms"),
+];
+const CAPTURE_METRICS: [Field; 7] = [
+    count("tokens_in"),
+    count("tokens_out"),
+    count("tokens_reasoning"),
+    count("tokens_total"),
+    count("cached_tokens"),
+    count("num_calls"),
+    measure("latency_total_ms"),
+];
+const DURATION: [Field; 1] = [measure("duration_ms")];
+const SANDBOX: [Field; 3] = [
+    measure("wall_time_s"),
+    measure("cpu_time_s"),
+    measure("peak_memory_mib"),
+];
+const COMPACTION: [Field; 2] = [count("tokens_before"), count("tokens_after")];
+const TURN: [Field; 2] = [
+    Field {
+        name: "turn_no",
+        integer: true,
+        minimum: 1,
+    },
+    count("step_count"),
+];
+const TOKEN_STATS: [Field; 5] = [
+    count("prompt_tokens"),
+    count("completion_tokens"),
+    count("reasoning_tokens"),
+    count("total_tokens"),
+    count("cached_tokens"),
+];
+const TTFT: [Field; 1] = [measure("latency_ttft_ms")];
+
+const CAPTURE_TOTAL: [&str; 3] = ["tokens_in", "tokens_out", "tokens_total"];
+const STATS_TOTAL: [&str; 3] = ["prompt_tokens", "completion_tokens", "total_tokens"];
+
+pub fn clean(row: &Map<String, Value>) -> bool {
+    capture_clean(row) && observations_clean(row) && trajectory_clean(row) && verifiers_clean(row)
+}
+
+fn capture_clean(row: &Map<String, Value>) -> bool {
+    let Some(Value::Object(capture)) = row.get("ng_model_call_capture") else {
+        return true;
+    };
+    let calls_clean = objects(capture.get("calls")).all(|call| {
+        counts_clean(call, &CAPTURE_CALL) && total_clean(call, &CAPTURE_TOTAL) && in_order(call)
+    });
+    calls_clean
+        && match capture.get("metrics") {
+            Some(Value::Object(metrics)) => {
+                counts_clean(metrics, &CAPTURE_METRICS) && total_clean(metrics, &CAPTURE_TOTAL)
+            }
+            _ => true,
+        }
+}
+
+fn observations_clean(row: &Map<String, Value>) -> bool {
+    let Some(Value::Object(observations)) = row.get("ng_agent_observations") else {
+        return true;
+    };
+    objects(observations.get("records")).all(|record| {
+        let Some(Value::String(kind)) = record.get("kind") else {
+            return true;
+        };
+        match kind.as_str() {
+            "agent_invocation" => counts_clean(record, &DURATION),
+            "tool_call" => counts_clean(record, &DURATION) && in_order(record),
+            "sandbox" => counts_clean(record, &SANDBOX),
+            "context_compaction" => counts_clean(record, &COMPACTION),
+            _ => true,
+        }
+    })
+}
+
+fn trajectory_clean(row: &Map<String, Value>) -> bool {
+    let Some(Value::Object(stated)) = row.get("ng_trajectory") else {
+        return true;
+    };
+    objects(stated.get("invocations")).all(|invocation| counts_clean(invocation, &DURATION))
+        && objects(stated.get("turns")).all(|turn| counts_clean(turn, &TURN))
+        && objects(stated.get("model_calls")).all(|call| {
+            counts_clean(call, &DURATION)
+                && in_order(call)
+                && match call.get("response_metadata") {
+                    Some(Value::Object(metadata)) => counts_clean(metadata, &TTFT),
+                    _ => true,
+                }
+                && match call.get("token_stats") {
+                    Some(Value::Object(stats)) => {
+                        counts_clean(stats, &TOKEN_STATS) && total_clean(stats, &STATS_TOTAL)
+                    }
+                    _ => true,
+                }
+        })
+        && objects(stated.get("tool_calls"))
+            .all(|tool| counts_clean(tool, &DURATION) && in_order(tool))
+}
+
+fn verifiers_clean(row: &Map<String, Value>) -> bool {
+    objects(row.get("ng_verifier_invocations"))
+        .all(|verifier| counts_clean(verifier, &DURATION) && in_order(verifier))
+}
+
+/// The objects of a list (`walk.items`: anything else in it, or anything but a list, is skipped).
+fn objects(list: Option<&Value>) -> impl Iterator<Item = &Map<String, Value>> {
+    let items: &[Value] = match list {
+        Some(Value::Array(items)) => items,
+        _ => &[],
+    };
+    items.iter().filter_map(Value::as_object)
+}
+
+fn counts_clean(item: &Map<String, Value>, fields: &[Field]) -> bool {
+    fields.iter().all(|field| match item.get(field.name) {
+        None => true,
+        Some(value) => count_clean(value, field),
+    })
+}
+
+/// Neither `negative-count` nor `non-integer-count` reports the value (`count_defects`).
+fn count_clean(value: &Value, field: &Field) -> bool {
+    match value {
+        Value::Number(number) => {
+            if let Some(unsigned) = number.as_u64() {
+                field.minimum <= 0 || unsigned >= field.minimum as u64
+            } else if let Some(signed) = number.as_i64() {
+                signed >= field.minimum
+            } else {
+                // A float: `non-integer-count` for a count (unless the build coerced it, which
+                // is not modelled), else only its bound. The bounds are 0 and 1, exact as f64.
+                // (serde_json reads `-0` as a float where orjson reads an integer: a count
+                // written so is left to Python, a measure is 0 either way.)
+                !field.integer && number.as_f64().is_some_and(|f| f >= field.minimum as f64)
+            }
+        }
+        // A boolean or a numeric string is lax for a count (and a string is not modelled);
+        // for a measure, neither is a number, so neither rule reads it.
+        Value::Bool(_) | Value::String(_) => !field.integer,
+        // null (no value) and arrays or objects (`lax_kind` is None, never negative).
+        Value::Null | Value::Array(_) | Value::Object(_) => true,
+    }
+}
+
+/// `token-total-inconsistent`: no total below input + output when all three are usable counts
+/// (JSON integers >= 0; `values.nonnegative_int`).
+fn total_clean(item: &Map<String, Value>, names: &[&str; 3]) -> bool {
+    let usable = |name: &str| item.get(name).and_then(Value::as_u64);
+    match (usable(names[0]), usable(names[1]), usable(names[2])) {
+        (Some(tokens_in), Some(tokens_out), Some(total)) => {
+            u128::from(total) >= u128::from(tokens_in) + u128::from(tokens_out)
+        }
+        _ => true,
+    }
+}
+
+/// `time-reversed`: not completed before started, when both are numbers (not booleans).
+fn in_order(item: &Map<String, Value>) -> bool {
+    match (item.get("started_at"), item.get("completed_at")) {
+        (Some(Value::Number(started)), Some(Value::Number(completed))) => {
+            not_before(completed, started).unwrap_or(false)
+        }
+        _ => true,
+    }
+}
+
+/// Whether `a >= b` as Python compares the numbers (exactly, an int with a float too), or None
+/// when the answer would need more than this models.
+fn not_before(a: &Number, b: &Number) -> Option<bool> {
+    match (exact_int(a), exact_int(b)) {
+        (Some(x), Some(y)) => Some(x >= y),
+        (None, None) => Some(a.as_f64()? >= b.as_f64()?),
+        (Some(x), None) => Some(small_float(x)? >= b.as_f64()?),
+        (None, Some(y)) => Some(a.as_f64()? >= small_float(y)?),
+    }
+}
+
+fn exact_int(number: &Number) -> Option<i128> {
+    number
+        .as_i64()
+        .map(i128::from)
+        .or_else(|| number.as_u64().map(i128::from))
+}
+
+/// An integer as the f64 that equals it, when there is one this cheap to be sure of (|x| <= 2^53).
+fn small_float(x: i128) -> Option<f64> {
+    const LIMIT: i128 = 1 << 53;
+    (-LIMIT..=LIMIT).contains(&x).then_some(x as f64)
 }

@@ -205,11 +205,18 @@ def file_digest(path: str) -> str | None:
 
 
 def _digests(paths: Sequence[str], jobs: int) -> list[str | None]:
-    # hashlib lets go of the GIL while it hashes, so threads hash files on every core.
-    if jobs < 2 or len(paths) < 2:
+    from trajlint.check.parallel import usable_cores
+
+    # hashlib lets go of the GIL while it hashes, so threads hash files on every core (and no
+    # more threads than that: `--jobs 400` is no reason for 400).
+    threads = min(jobs, len(paths), usable_cores())
+    if threads < 2:
         return [file_digest(p) for p in paths]
-    with ThreadPoolExecutor(min(jobs, len(paths))) as pool:
-        return list(pool.map(file_digest, paths))
+    try:
+        with ThreadPoolExecutor(threads) as pool:
+            return list(pool.map(file_digest, paths))
+    except RuntimeError:  # no thread to be had (RLIMIT_NPROC, pids.max): hashed here instead
+        return [file_digest(p) for p in paths]
 
 
 def _run_key(settings: str, name: str, files: Sequence[tuple[str, str]]) -> str:
@@ -325,27 +332,46 @@ def _check_runs(
         small = []
     if small:
         global _worker_rules
-        _worker_rules = rules
-        from concurrent.futures import ProcessPoolExecutor
+        _worker_rules = rules  # before the workers are forked: the rules reach them so
         from concurrent.futures.process import BrokenProcessPool
 
         # Workers are set up as the run's own are: they ignore Ctrl-C (the parent answers it)
-        # and end with their parent.
-        with parallel._stop_signals_held():
-            pool = ProcessPoolExecutor(
-                min(jobs, len(small)), mp_context=parallel._context(), initializer=parallel._start_worker, initargs=(None, max_row_bytes)
-            )
+        # and end with their parent; as many as there are cores at most, and where a limit on
+        # processes refuses them, fewer or none (the results are the same).
         try:
-            with parallel._stop_signals_held():
-                futures = {name: pool.submit(_check_run_in_worker, groups[name], settings) for name in small}
+            started = parallel._started_pool(None, max_row_bytes, min(jobs, len(small), parallel.usable_cores()))
+        except BaseException:
+            _worker_rules = {}
+            raise
+        if started is None:
+            _worker_rules = {}
+            results.update({name: run(groups[name], rules, jobs=1, **settings) for name in small})  # type: ignore[arg-type]
+            return {name: results[name] for name in groups}
+        pool, refused, _ = started
+        finished = False
+        try:
+            futures = {}
+            for name in small:
+                try:
+                    with parallel._stop_signals_held():
+                        futures[name] = pool.submit(_check_run_in_worker, groups[name], settings)
+                except (OSError, RuntimeError) as exc:
+                    raise parallel.WorkersRefused(exc) from None
             for name, future in futures.items():
                 try:
-                    results[name] = future.result()
+                    results[name] = parallel._result(pool, future, refused)
                 except BrokenProcessPool:
                     raise parallel.WorkerLost(groups[name][0].path) from None
+            finished = True
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-            _worker_rules = {}
+            try:
+                if finished:
+                    pool.shutdown(wait=True)
+                else:
+                    parallel._abandon(pool)
+            finally:
+                refused.close()
+                _worker_rules = {}
     return {name: results[name] for name in groups}
 
 

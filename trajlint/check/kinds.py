@@ -19,7 +19,8 @@ A file's name decides as NeMo Gym's own names do; a name that says nothing leave
 file's first row that is a JSON object (among its first few lines). Anything without a clear
 sign of another kind is rollouts, so a damaged rollout file is still linted as one. The decision
 is made in the process that plans the run, from the file's name and first lines, and travels
-with every shard and batch of the file: it never depends on `--jobs`.
+with every shard and batch of the file: it never depends on `--jobs`. The file whose first lines
+decided is the file checked: a file replaced in between is reported as changed (`read.head`).
 """
 
 from __future__ import annotations

@@ -145,12 +145,20 @@ def check_units(
             finally:
                 read_tasks.close()
             return
-    from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    # An executor, not multiprocessing.Pool: a worker that dies (killed, out of memory) breaks
-    # the run with an error instead of leaving the parent waiting forever.
-    pool = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_start_worker, initargs=(checker, max_row_bytes))
+    try:
+        started = _started_pool(checker, max_row_bytes, workers)
+    except BaseException:
+        read_tasks.close()
+        raise
+    if started is None:  # not two workers to be had (a limit on processes): the report is the same
+        try:
+            yield from _checked_here(checker, units, ahead, max_row_bytes)
+        finally:
+            read_tasks.close()
+        return
+    pool, refused, workers = started
     # Results are taken in input order. A few tasks per worker are in flight, so a slow one
     # never lets the results of every later one pile up here; a stream is read only as far
     # ahead as the workers need, and never more than `READ_AHEAD_BYTES` beyond one batch
@@ -167,8 +175,8 @@ def check_units(
             index, work = task
             size = work[0].size if isinstance(work[0], read.Batch) else 0
             try:
-                # Workers are forked here: they must not get a stop signal before they have
-                # set themselves up to ignore it (`_start_worker`).
+                # A start method other than fork may start a worker here, which must not get
+                # a stop signal before it has set itself up to ignore it (`_start_worker`).
                 with _stop_signals_held():
                     future = pool.submit(_check_in_worker, work)
             except BrokenProcessPool:
@@ -183,7 +191,7 @@ def check_units(
         while pending and pending[0][0] == index:
             _, size, future = pending.popleft()
             try:
-                result = future.result()
+                result = _result(pool, future, refused)
             except BrokenProcessPool:
                 raise WorkerLost(unit.path) from None
             held -= size
@@ -200,10 +208,99 @@ def check_units(
         try:
             read_tasks.close()  # the stream being read, if any
         finally:
-            if finished:
-                pool.shutdown(wait=True)
-            else:
-                _abandon(pool)
+            try:
+                if finished:
+                    pool.shutdown(wait=True)
+                else:
+                    _abandon(pool)
+            finally:
+                refused.close()
+
+
+def _started_pool(checker: RowChecker, max_row_bytes: int, workers: int) -> tuple[Any, _PoolThreadFailures, int] | None:
+    """(a pool of workers, every process and thread of it started and answering, how many), or
+    None when not even two can be had.
+
+    Where the system refuses that many processes or threads (RLIMIT_NPROC, a pids cgroup), a pool
+    of half as many is tried, down to two; the run then goes on with those, or in this process,
+    since the report is the same for every number of workers. A pool that started is known to
+    work before any unit is handed to it, so a refusal never strands work half done.
+    """
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    while workers >= 2:
+        # An executor, not multiprocessing.Pool: a worker that dies (killed, out of memory)
+        # breaks the run with an error instead of leaving the parent waiting forever.
+        pool = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_start_worker, initargs=(checker, max_row_bytes))
+        # The pool's own thread starts another one lazily (the queue feeding the workers);
+        # refused that, it dies and no result would ever come: its failure is kept here, not
+        # printed as a traceback, and turns into WorkersRefused (`_result`).
+        refused = _PoolThreadFailures(pool)
+        try:
+            # Workers are forked here (all of them, with fork): they must not get a stop signal
+            # before they have set themselves up to ignore it (`_start_worker`).
+            with _stop_signals_held():
+                probe = pool.submit(_ready)
+            _result(pool, probe, refused)
+            return pool, refused, workers
+        except (OSError, RuntimeError, WorkersRefused, BrokenProcessPool):
+            # OSError: no process (EAGAIN from fork); RuntimeError: no thread.
+            _abandon(pool)
+            refused.close()
+            workers //= 2
+        except BaseException:
+            _abandon(pool)
+            refused.close()
+            raise
+    return None
+
+
+def _ready() -> bool:
+    return True
+
+
+class _PoolThreadFailures:
+    """What ended the pool's manager thread, caught instead of printed while the pool is in use
+    (every other thread's exception still goes to the hook that was there before)."""
+
+    def __init__(self, pool: Any) -> None:
+        self._pool = pool
+        self.failures: list[BaseException] = []
+        self._previous = threading.excepthook
+        threading.excepthook = self._hook
+
+    def _hook(self, args: Any) -> None:
+        if args.thread is not None and args.thread is getattr(self._pool, "_executor_manager_thread", None):
+            if args.exc_value is not None:
+                self.failures.append(args.exc_value)
+            return
+        self._previous(args)
+
+    def close(self) -> None:
+        if threading.excepthook == self._hook:  # unless someone else set one since
+            threading.excepthook = self._previous
+
+    def dead(self) -> bool:
+        """Whether the pool's thread that hands work to the workers and takes their results back
+        has ended while the pool is in use."""
+        manager = getattr(self._pool, "_executor_manager_thread", None)
+        return manager is not None and manager.ident is not None and not manager.is_alive()
+
+
+def _result(pool: Any, future: Future[UnitResult], refused: _PoolThreadFailures) -> UnitResult:
+    """The future's result; WorkersRefused, not a wait forever, when the pool can no longer
+    deliver it (its thread died for want of a thread to start)."""
+    from concurrent.futures import TimeoutError as Pending
+
+    while True:
+        try:
+            return future.result(timeout=_PARENT_POLL_SECONDS)
+        except Pending:
+            if refused.dead() and not future.done():
+                raise WorkersRefused(
+                    refused.failures[0] if refused.failures else RuntimeError("the worker pool stopped")
+                ) from None
 
 
 _WORKER_EXIT_SECONDS = 0.5

@@ -209,6 +209,26 @@ def drop_ignored(findings: Iterable[Finding], ignores: Sequence[FileIgnore]) -> 
     return kept
 
 
+def leaving_no_rule(
+    paths: Sequence[str], rules: Mapping[str, RuleSpec], ignores: Sequence[FileIgnore]
+) -> list[FileIgnore]:
+    """The per-file ignores that together drop every rule of `rules` on every one of `paths`
+    (`internal-error` aside, which is never dropped), or [] when some path keeps a rule to run.
+
+    A gate whose configuration ignores everything on every file it checks passes anything, as a
+    selection of no rule would, so the run treats the two alike."""
+    checked = frozenset(code for code, spec in rules.items() if spec.name != INTERNAL_ERROR)
+    if not paths or not ignores or not checked:
+        return []
+    used: set[int] = set()
+    for path in dict.fromkeys(paths):
+        applying = [n for n, ignore in enumerate(ignores) if ignore.applies(path)]
+        if not checked <= frozenset().union(*(ignores[n].codes for n in applying)):
+            return []
+        used.update(applying)
+    return [ignore for n, ignore in enumerate(ignores) if n in used]
+
+
 def describe(rules: Mapping[str, RuleSpec]) -> list[dict[str, Any]]:
     """The selected rules as plain data, for `--show-settings`."""
     return [{"code": code, "name": spec.name, "severity": spec.severity} for code, spec in sorted(rules.items())]

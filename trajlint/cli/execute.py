@@ -7,6 +7,7 @@ itself can be driven (and tested) without click.
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -118,7 +119,9 @@ def checked(r: CheckRequest) -> Checked:
     """Read and check what `r` names and build its report, writing nothing: `check` without the
     outputs (what `trajlint.api` calls)."""
     setup = _check_setup(r)
-    return _checked(r, setup, _sources(r.lint.paths, r.stdin, _selection(r.lint, setup.found, setup.settings, [])))
+    sources = _sources(r.lint.paths, r.stdin, _selection(r.lint, setup.found, setup.settings, []))
+    _refuse_ignoring_everything(sources, setup.rules, setup.ignores, setup.found)
+    return _checked(r, setup, sources)
 
 
 def _checked(r: CheckRequest, setup: _Setup, sources: list[Any], progress: Any = None) -> Checked:
@@ -200,6 +203,7 @@ def check(r: CheckRequest) -> int:
             else:
                 click.echo(displayable(source.path))
         return EXIT_CLEAN
+    _refuse_ignoring_everything(sources, setup.rules, setup.ignores, setup.found)
     stdout_format = next((o.format for o in outputs if o.path is None), None)
     problem = report_outputs.problem(outputs, inputs)
     if problem is None and r.health_report is not None:
@@ -350,6 +354,7 @@ def record_baseline(lint: LintOptions, output: str | None, *, force: bool = Fals
         raise Failure(f"{path}{named} {refusal}")
     written = [path] if report_outputs.own_output(path) else []
     sources = _sources(lint.paths, selection=_selection(lint, found, settings, written))
+    _refuse_ignoring_everything(sources, rules, ignores, found)
     problem = report_outputs.problem([formats.Output("json", path)], [s.path for s in sources])
     if problem:
         raise click.UsageError(problem)
@@ -396,6 +401,25 @@ def _baseline_target_problem(path: str, force: bool) -> str | None:
     if force or Baseline.is_baseline(path):
         return None
     return "exists and is not a trajlint baseline; pass --force to replace it"
+
+
+def _refuse_ignoring_everything(sources: list[Any], rules: dict[str, Any], ignores: list[Any], found: Any) -> None:
+    """Stop the run (exit 2) when `per-file-ignores` leaves no rule on any file it would check:
+    `{"**" = ["ALL"]}` in a parent directory's configuration passes everything, as a selection
+    of no rule would."""
+    from trajlint.check import select as selection
+    from trajlint.report.escape import visible
+
+    blinding = selection.leaving_no_rule([source.path for source in sources], rules, ignores)
+    if not blinding:
+        return
+    patterns = ", ".join(visible(json.dumps(("!" if i.negated else "") + i.pattern, ensure_ascii=False)) for i in blinding)
+    files = len({source.path for source in sources})
+    raise Failure(
+        f"{found.where('per-file-ignores')}: {patterns} leave{'s' if len(blinding) == 1 else ''} no rule to run "
+        f"on any of the {files:,} file{'' if files == 1 else 's'} checked, so nothing would be checked "
+        "(see --show-settings)"
+    )
 
 
 def configuration_line(found: Any) -> str:

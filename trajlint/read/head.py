@@ -1,8 +1,11 @@
 """The first lines of a source, read before the source is checked (what a file's kind is decided from).
 
-A file on disk is opened a second time for this, and only its first lines are read. A stream
-(standard input) can be read only once, so the bytes taken here are handed back first to whoever
-reads the source afterwards.
+A file on disk is opened here, only its first lines are read, and the source comes back carrying
+the identity of the file those lines came from (`Source.identity`): whatever reads it afterwards
+(the check, each of its shards) opens the path again and reads only that same file, or reports
+that it changed, so a file replaced by a rename in between is never judged by one file's head
+and checked by the other's rows. A stream (standard input) can be read only once, so the bytes
+taken here are handed back first to whoever reads the source afterwards.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from trajlint.read.decompress import _CHUNK_READERS
 from trajlint.read.files import _open_input
 from trajlint.read.items import Line, LineTally, Unreadable
 from trajlint.read.lines import _split_lines, _whole_document
-from trajlint.read.source import Source
+from trajlint.read.source import Source, _identity_of
 
 # Enough to skip a few damaged lines at the start of a file, few enough to stay cheap.
 HEAD_LINES = 8
@@ -35,7 +38,8 @@ def head(
     arrive. Memory is bounded by `max_row_bytes` as in the check, except that a stream keeps
     the bytes taken (at most `max_bytes` and a chunk). Nothing here raises: a file that cannot
     be read, or a stream that breaks, gives the lines read before (the check reports it). For a
-    stream the source returned reads the bytes taken here again, then the rest.
+    stream the source returned reads the bytes taken here again, then the rest; for a file on
+    disk it reads only the file these lines came from.
     """
     if source.stream is not None:
         recorder = _Recorder(source.stream)
@@ -47,7 +51,13 @@ def head(
     if isinstance(opened, Unreadable):
         return [], source
     with opened:
-        return _head_lines(source, opened, max_row_bytes, lines, max_bytes), source
+        # Taken before reading: a file rewritten or appended to while its head is read no
+        # longer matches it, and the check says so.
+        identity = _identity_of(opened)
+        found = _head_lines(source, opened, max_row_bytes, lines, max_bytes)
+    if identity is not None and source.identity is None:
+        source = dataclasses.replace(source, identity=identity)
+    return found, source
 
 
 def _head_lines(source: Source, handle: BinaryIO, max_row_bytes: int, lines: int, max_bytes: int) -> list[Line]:

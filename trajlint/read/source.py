@@ -39,8 +39,9 @@ class Source:
     # A shard: the bytes [start, end) of a plain file (end None: to the end of the file). Its
     # lines are numbered from 1 at `start`; whoever split the file adds the lines before it.
     span: tuple[int, int | None] | None = None
-    # A shard's file as it was when it was cut (`file_identity`); a shard that opens anything
-    # else (the file replaced by a rename, rewritten, appended to) reports it instead of reading.
+    # The file as it was when its head was read (`read.head`) or it was cut (`file_identity`);
+    # a read that opens anything else (the file replaced by a rename, rewritten, appended to)
+    # reports it instead of reading.
     identity: tuple[int, int, int, int] | None = None
 
     def __post_init__(self) -> None:

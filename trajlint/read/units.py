@@ -40,6 +40,9 @@ def shards(source: Source, shard_bytes: int | None = None) -> list[Source]:
             # opens must be this file as it is now, or the report would mix two files. (An
             # object named by URL has no identity to check.)
             identity = _identity_of(handle)
+            if source.identity is not None and identity != source.identity:
+                # Not the file whose head decided its kind: left whole, its read says so.
+                return [source]
             if identity is not None:
                 size = identity[2]
             for nominal in range(shard_bytes, size, shard_bytes):

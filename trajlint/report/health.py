@@ -1,7 +1,9 @@
 """NeMo Gym's health report of a run, and the health numbers of trajlint's own summary.
 
 `write_report` writes `quality_summary.json` and `rollout_verdicts.jsonl`, the two files of
-`gym eval health-check`, through the one writer: beside each target, then renamed over it.
+`gym eval health-check`, through the one writer: both beside their targets, then both renamed
+over them under a lock of their directory (`write.write_together`), so the pair always comes
+from one run.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import orjson
 from trajlint.health.checks import CHECKS
 from trajlint.health.tasks import VERDICTS
 from trajlint.health.verdicts import HealthRun
-from trajlint.report.write import input_clash, write_file
+from trajlint.report.write import input_clash, write_together
 
 SUMMARY_FILE = "quality_summary.json"
 VERDICTS_FILE = "rollout_verdicts.jsonl"
@@ -148,6 +150,9 @@ def write_report(directory: str, health: HealthRun) -> tuple[str, str]:
     os.makedirs(directory, exist_ok=True)
     summary_path = os.path.join(directory, SUMMARY_FILE)
     verdicts_path = os.path.join(directory, VERDICTS_FILE)
-    write_file(summary_path, summary_chunks(health.summary), binary=True)
-    write_file(verdicts_path, health.verdict_rows(), binary=True)
+    write_together(
+        [(summary_path, summary_chunks(health.summary)), (verdicts_path, health.verdict_rows())],
+        binary=True,
+        lock=directory,
+    )
     return summary_path, verdicts_path

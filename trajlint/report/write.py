@@ -131,8 +131,93 @@ class NotReplaceable(OSError):
     writing it in place would lose it to a run stopped halfway, so it is not written."""
 
 
+#: How long a writer waits for a report directory's lock (held by another writer for the
+#: moment of its renames, or by a reader reading the pair) before it gives up.
+LOCK_WAIT_SECONDS = 30.0
+
+
+def write_together(
+    files: Sequence[tuple[str, Iterable[AnyStr]]], *, binary: bool = False, lock: str | None = None
+) -> None:
+    """Write several files that belong together (a health report's summary and verdicts).
+
+    Each is written beside its target as `write_file` does, and only once every one is written
+    are they renamed over their targets, one right after the other, with Ctrl-C and SIGTERM held
+    meanwhile. With `lock` (their directory), the renames happen under an exclusive `flock` of
+    that directory: two runs writing the same report leave the pair of the one that renamed
+    last, never one file of each, and a reader holding a shared `flock` of the directory reads a
+    pair of one run. Each file is whole at every moment; what no lock can prevent is a writer
+    killed outright (SIGKILL, a power cut) between two renames.
+    """
+    pending: list[tuple[str, str]] = []
+    try:
+        for path, chunks in files:
+            with replacing(path, binary=binary, deferred=pending) as handle:
+                for chunk in chunks:
+                    handle.write(chunk)
+        with _locked(lock), _stop_signals_held():
+            while pending:
+                temporary, target = pending[0]
+                os.replace(temporary, target)
+                pending.pop(0)
+    finally:
+        for temporary, _ in pending:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+
+
 @contextlib.contextmanager
-def replacing(path: str, *, binary: bool = False) -> Iterator[IO[Any]]:
+def _locked(directory: str | None) -> Iterator[None]:
+    """An exclusive `flock` of `directory` for the block (nothing where there is no flock);
+    waited for at most `LOCK_WAIT_SECONDS`, then an OSError."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        fcntl = None  # type: ignore[assignment]
+    if directory is None or fcntl is None:
+        yield
+        return
+    import time
+
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        deadline = time.monotonic() + LOCK_WAIT_SECONDS
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise OSError(
+                        errno.EAGAIN, f"another process has held its lock for over {LOCK_WAIT_SECONDS:g} s"
+                    ) from None
+                time.sleep(0.05)
+        yield  # the lock goes with the descriptor
+    finally:
+        os.close(fd)
+
+
+_STOP_SIGNALS = ("SIGINT", "SIGTERM")
+
+
+@contextlib.contextmanager
+def _stop_signals_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait (the kernel keeps them pending) until the block is left."""
+    import signal
+
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    held = {getattr(signal, name) for name in _STOP_SIGNALS}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+@contextlib.contextmanager
+def replacing(path: str, *, binary: bool = False, deferred: list[tuple[str, str]] | None = None) -> Iterator[IO[Any]]:
     """A handle whose content replaces `path` once the block ends without an exception.
 
     A regular file (or none yet) is written beside the target and renamed over it, so that a run
@@ -140,7 +225,8 @@ def replacing(path: str, *, binary: bool = False) -> Iterator[IO[Any]]:
     file leave one of their files, whole. Where no file can be made beside it (a read-only
     directory), an existing file is refused (`NotReplaceable`) rather than written in place.
     Anything else (/dev/stdout, a pipe, a device) is written in place, opened without blocking:
-    a FIFO nobody reads is an error, not a hang.
+    a FIFO nobody reads is an error, not a hang. With `deferred`, the rename is left to the
+    caller: (the file written, its target) is appended there (`write_together`).
     """
     target = os.path.realpath(path)  # a link's file is replaced, not the link
     try:
@@ -172,7 +258,10 @@ def replacing(path: str, *, binary: bool = False) -> Iterator[IO[Any]]:
         if temporary is not None:
             # The permissions of the file it replaces, else those `open` would give a new one.
             os.chmod(temporary, stat.S_IMODE(mode) if mode is not None else 0o666 & ~_umask())
-            os.replace(temporary, target)
+            if deferred is not None:
+                deferred.append((temporary, target))
+            else:
+                os.replace(temporary, target)
     except BaseException:
         if temporary is not None:
             with contextlib.suppress(OSError):
