@@ -7,6 +7,11 @@ pub mod build;
 pub mod families;
 pub mod row;
 pub mod strict;
+pub mod value;
+
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// The strict-JSON verdict on one line: 0 when orjson reads it exactly as written, else a
 /// combination of `INVALID`, `REPEATED` and `OVERSIZED`.

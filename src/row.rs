@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::families;
 use crate::strict;
+use crate::value;
 
 /// The top-level keys the run-level rules read of a row proved clean (its identity): the core
 /// hands their JSON text back, so the Python path derives the identity from them exactly as it
@@ -41,10 +42,15 @@ pub const MAX_PROVED_LINE: usize = 8 * 1024 * 1024;
 /// bits) and that is a JSON object; None for any other line, and for a line over
 /// `MAX_PROVED_LINE` bytes.
 pub fn parse(line: &[u8]) -> Option<Map<String, Value>> {
-    if line.len() > MAX_PROVED_LINE || strict::scan(line) != 0 {
+    if line.len() > MAX_PROVED_LINE {
         return None;
     }
-    match serde_json::from_slice::<Value>(line) {
+    // UTF-8 is checked once, for the scan and the parse both.
+    let text = std::str::from_utf8(line).ok()?;
+    if strict::scan_text(text) != 0 {
+        return None;
+    }
+    match value::from_str(text) {
         Ok(Value::Object(map)) => Some(map),
         _ => None,
     }

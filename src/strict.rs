@@ -49,11 +49,16 @@ type Step = Result<(), ()>;
 
 /// The verdict on one line: 0 (clean), or `INVALID`, or `REPEATED` and/or `OVERSIZED`.
 pub fn scan(line: &[u8]) -> u32 {
-    if std::str::from_utf8(line).is_err() {
-        return INVALID;
+    match std::str::from_utf8(line) {
+        Ok(text) => scan_text(text),
+        Err(_) => INVALID,
     }
+}
+
+/// `scan` of a line already known to be UTF-8 (its parse then skips that check too).
+pub fn scan_text(text: &str) -> u32 {
     let mut scanner = Scanner {
-        line,
+        line: text.as_bytes(),
         at: 0,
         flags: 0,
         keys: Vec::new(),
