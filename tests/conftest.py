@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -7,6 +8,11 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 SAMPLES = ROOT.parent / "shared" / "data" / "samples" / "clean-rollouts.jsonl"
+
+# The tests that build the package (a wheel, the pre-commit hook's environment) compile the native
+# core each time; with one cargo target directory they share the compiled crates (cargo
+# fingerprints every input, so nothing stale is reused) instead of compiling ~60 crates anew.
+os.environ.setdefault("CARGO_TARGET_DIR", str(ROOT / "target"))
 
 
 @pytest.fixture(scope="session")
