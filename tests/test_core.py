@@ -26,15 +26,6 @@ HOSTILE = ROOT / "tests" / "data" / "hostile"
 REAL = ROOT / "tests" / "data" / "real"
 
 
-@pytest.fixture(scope="module")
-def core():
-    if not native.available():
-        if os.environ.get("CI") == "true":
-            pytest.fail("trajlint._core is not importable: the native core did not build or install")
-        pytest.skip("trajlint._core is not built here (pip install . builds it)")
-    return native._module()
-
-
 def _env(mode: str | None) -> dict[str, str]:
     # Every run checks: none takes its report from the result cache.
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TRAJLINT_NO_CACHE": "1"}

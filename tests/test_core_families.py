@@ -30,15 +30,6 @@ ALL_FAMILIES = sum(fast.FAMILIES)
 
 
 @pytest.fixture(scope="module")
-def core():
-    if not native.available():
-        if os.environ.get("CI") == "true":
-            pytest.fail("trajlint._core is not importable: the native core did not build or install")
-        pytest.skip("trajlint._core is not built here (pip install . builds it)")
-    return native._module()
-
-
-@pytest.fixture(scope="module")
 def generated(tmp_path_factory):
     """Generated files: one with many defects of every kind the generator makes, one clean."""
     out = tmp_path_factory.mktemp("generated")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -38,15 +37,6 @@ CLEAN_ROWS = [
     for raw in path.read_bytes().split(b"\n")
     if raw.strip()
 ]
-
-
-@pytest.fixture(scope="module")
-def core():
-    if not native.available():
-        if os.environ.get("CI") == "true":
-            pytest.fail("trajlint._core is not importable: the native core did not build or install")
-        pytest.skip("trajlint._core is not built here (pip install . builds it)")
-    return native._module()
 
 
 @contextlib.contextmanager

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import subprocess
 import sys
 from collections import defaultdict
@@ -22,22 +21,12 @@ from hypothesis import strategies as st
 
 from trajlint import api
 from trajlint.check import catalog, fast
-from trajlint.read import native
 
 from .conftest import EXAMPLES, ROOT
 
 CODES = sorted(fast.FAMILIES[fast.OWNERSHIP])
 BIT = fast.OWNERSHIP
 ENTRIES = [entry for code, entry in sorted(catalog.packaged().items()) if code in CODES]
-
-
-@pytest.fixture(scope="module")
-def core():
-    if not native.available():
-        if os.environ.get("CI") == "true":
-            pytest.fail("trajlint._core is not importable: the native core did not build or install")
-        pytest.skip("trajlint._core is not built here (pip install . builds it)")
-    return native._module()
 
 
 @pytest.fixture

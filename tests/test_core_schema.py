@@ -10,7 +10,6 @@ path proves nothing of the family unless those are the ones the Python rules use
 from __future__ import annotations
 
 import copy
-import os
 import re
 import subprocess
 import sys
@@ -35,15 +34,6 @@ from .conftest import EXAMPLES, ROOT
 
 CODES = sorted(fast.FAMILIES[fast.SCHEMA])
 BIT = fast.SCHEMA
-
-
-@pytest.fixture(scope="module")
-def core():
-    if not native.available():
-        if os.environ.get("CI") == "true":
-            pytest.fail("trajlint._core is not importable: the native core did not build or install")
-        pytest.skip("trajlint._core is not built here (pip install . builds it)")
-    return native._module()
 
 
 @pytest.fixture

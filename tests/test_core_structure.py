@@ -21,21 +21,11 @@ from hypothesis import strategies as st
 
 from trajlint import api
 from trajlint.check import fast
-from trajlint.read import native
 
 from .conftest import EXAMPLES, ROOT
 
 CODES = sorted(fast.FAMILIES[fast.STRUCTURE])
 BIT = fast.STRUCTURE
-
-
-@pytest.fixture(scope="module")
-def core():
-    if not native.available():
-        if os.environ.get("CI") == "true":
-            pytest.fail("trajlint._core is not importable: the native core did not build or install")
-        pytest.skip("trajlint._core is not built here (pip install . builds it)")
-    return native._module()
 
 
 @pytest.fixture
