@@ -101,6 +101,43 @@ pub fn identity(row: &Map<String, Value>) -> Option<Vec<(&'static str, String)>>
     Some(pairs)
 }
 
+/// Parts of a row that rules still read on a line proved clean of every other rule of the run
+/// (TL503 lists the gaps the row carries): (section, key), in `trajlint.row.walk.gaps` order.
+pub const EXTRACTS: [(&str, &str); 3] = [
+    ("ng_agent_observations", "gaps"),
+    ("ng_model_call_capture", "gaps"),
+    ("ng_trajectory", "gaps"),
+];
+
+/// The bit of `extracted` asking for the gap lists of `EXTRACTS`.
+pub const GAPS: u32 = 1;
+
+/// The JSON text of each part of `EXTRACTS` the row holds (its section an object that has the
+/// key), as (section, key, text), when `wanted` asks for them; None when one holds a negative
+/// zero (see `identity`).
+pub fn extracted(
+    row: &Map<String, Value>,
+    wanted: u32,
+) -> Option<Vec<(&'static str, &'static str, String)>> {
+    let mut parts = Vec::new();
+    if wanted & GAPS == 0 {
+        return Some(parts);
+    }
+    for (section, key) in EXTRACTS {
+        if let Some(value) = row
+            .get(section)
+            .and_then(Value::as_object)
+            .and_then(|s| s.get(key))
+        {
+            if holds_negative_zero(value) {
+                return None;
+            }
+            parts.push((section, key, value.to_string()));
+        }
+    }
+    Some(parts)
+}
+
 /// Whether a float -0.0 is anywhere in `value`. Iterative: no value can overflow the stack.
 fn holds_negative_zero(value: &Value) -> bool {
     let mut pending = vec![value];
