@@ -81,10 +81,10 @@ fuzz_target!(|data: &[u8]| {
     assert!(row::evidence(&row) < 32, "an evidence bit beyond EVIDENCE");
 
     assert_eq!(row::extracted(&row, 0).map(|parts| parts.len()), Some(0));
-    if let Some(parts) = row::extracted(&row, row::GAPS) {
+    if let Some(parts) = row::extracted(&row, row::GAPS | row::STATED_ID) {
         let held: Vec<(&str, &str)> = EXTRACTS
             .iter()
-            .copied()
+            .map(|(section, key, _)| (*section, *key))
             .filter(|(section, key)| {
                 row.get(*section)
                     .and_then(Value::as_object)

@@ -104,7 +104,10 @@ class RowChecker:
         self._digesters = list(digesters)
         self._internal = internal_error
         self._checking_core = native.mode() == "check"
-        self.prove = self._prover(rules) if not digesters else None
+        # A proved row gives the digesters its health judgement in place of its row: only
+        # digesters that take one (the health report's) let the run take the fast path.
+        judges = bool(digesters)
+        self.prove = self._prover(rules, judges) if all(getattr(d, "takes_judgement", False) for d in digesters) else None
         self._plans: dict[tuple[str, frozenset[str]], tuple[list[RuleSpec], list[RuleSpec], list[RuleSpec]]] = {}
         # How many subjects each plan served: coverage is counted per plan, not per rule and row.
         self._uses: dict[tuple[str, frozenset[str]], int] = {}
@@ -112,9 +115,10 @@ class RowChecker:
         self._unobserved: dict[str, int] = {}
         self.unit = UnitResult("")
 
-    def _prover(self, rules: Sequence[RuleSpec]) -> Callable[[bytes], Any] | None:
+    def _prover(self, rules: Sequence[RuleSpec], judges: bool = False) -> Callable[[bytes], Any] | None:
         """The core's proof for a line of a rollout file when it can prove the line clean of every
-        rule this run applies to one (`check.fast`), else None."""
+        rule this run applies to one (`check.fast`), else None. With `judges`, a line is proved
+        only with its health judgement."""
         core = fast.prover()
         if core is None:
             return None
@@ -124,8 +128,8 @@ class RowChecker:
         wanted = fast.wanted_families(codes, proved)
         if wanted is None:
             return None
-        extracts = fast.wanted_extracts(codes)
-        return lambda raw: check_row(raw, wanted, extracts)
+        extracts = fast.wanted_extracts(codes, judges)
+        return lambda raw: check_row(raw, wanted, extracts, judges)
 
     def _plan(self, key: tuple[str, frozenset[str]]) -> tuple[list[RuleSpec], list[RuleSpec], list[RuleSpec]]:
         """(rules to run, rules unobserved, rules to run on a proved row's reduced row) for a
@@ -216,6 +220,9 @@ class RowChecker:
         reduced_found: list[Finding] = []  # under check, the findings of the reduced rules
         if subject.proved and not self._checking_core:
             applicable = reduced  # the core proved the line clean of every other one
+            if subject.judgement is not None:
+                # The health rules it proved: as unobserved as the core judged them.
+                unobserved_now = self._judged_unobserved(key, subject.judgement)
         for spec in applicable:
             try:
                 violations = spec.impl.check(subject)  # type: ignore[misc]
@@ -236,8 +243,9 @@ class RowChecker:
             else:
                 findings.extend(found)
         if checking_proof:
-            if len(findings) > first or unobserved_now or raised:
-                raise fast.mismatched_findings(subject, findings[first:])
+            judged = subject.reduced.judgement
+            if len(findings) > first or raised or set(unobserved_now) != set(self._judged_unobserved(key, judged)):
+                raise fast.mismatched_findings(subject, findings[first:], unobserved_now)
             findings.extend(reduced_found)
         for code in unobserved_now:
             self._unobserved[code] = self._unobserved.get(code, 0) + 1
@@ -264,7 +272,17 @@ class RowChecker:
             row_findings = findings[first:]
             unobserved_codes = [spec.code for spec in unobserved] + unobserved_now
             observed = tuple(d.digest(subject, row_findings, unobserved_codes, raised) for d in self._digesters)
+            if checking_proof:
+                judged = tuple(d.digest(subject.reduced, [], unobserved_codes, {}) for d in self._digesters)
+                if judged != observed:
+                    raise fast.mismatched_judgement(subject, judged, observed)
         unit.rows.append((subject.line, tuple(digests), observed))
+
+    def _judged_unobserved(self, key: tuple[str, frozenset[str]], judgement: Any) -> list[str]:
+        """The rules of a plan a proved row's health judgement leaves unobserved, in plan order."""
+        if judgement is None:
+            return []
+        return [spec.code for spec in self._plan(key)[0] if spec.code in judgement.unobserved]
 
     def _compare_reduced(self, spec: RuleSpec, subject: Subject, found: list[Finding]) -> None:
         """A reduced rule finds the same on a proved row's reduced row as on the whole row: the

@@ -17,11 +17,13 @@ the identity and the reduced rules find exactly what they find on the whole row.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 import orjson
 
+from trajlint.health.view import Digest
 from trajlint.read import native
 
 #: Bits of the core's families (src/families/mod.rs) -> the rules each proves a row clean of.
@@ -41,9 +43,38 @@ RUN_LEVEL = frozenset({"TL401", "TL411"})
 #: row's reduced row. observation-gap lists every gap a row carries, clean or not, so no proof
 #: can spare it.
 REDUCED = frozenset({"TL503"})
-#: src/row.rs EXTRACTS: (section, key) of each part, and the bit of `check_row` asking for them.
-EXTRACTS = (("ng_agent_observations", "gaps"), ("ng_model_call_capture", "gaps"), ("ng_trajectory", "gaps"))
-GAPS = 1
+#: src/row.rs EXTRACTS: (section, key) of each part, and the bits of `check_row` asking for them.
+EXTRACTS = (
+    ("ng_agent_observations", "gaps"),
+    ("ng_model_call_capture", "gaps"),
+    ("ng_trajectory", "gaps"),
+    ("ng_trajectory", "rollout_id"),
+)
+GAPS, STATED_ID = 1, 2
+#: Rules of the whole run over the rows' health judgements (the task checks): a proved row hands
+#: back its judgement.
+JUDGED = frozenset({"TL610", "TL611"})
+#: The row health rules, in the order of a judgement's unobserved bits (`health.checks.ROW_CHECKS`).
+ROW_HEALTH = ("TL601", "TL602", "TL603", "TL604", "TL605", "TL606", "TL607", "TL608", "TL609")
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """A proved row's health: the row health rules it leaves unobserved, and its digest."""
+
+    unobserved: frozenset[str]
+    digest: Digest
+
+
+def judgement(raw: tuple[int, tuple[Any, ...]] | None) -> Judgement | None:
+    """A judgement from the core's (unobserved bits, digest fields in `Digest` order)."""
+    if raw is None:
+        return None
+    bits, fields = raw
+    unobserved = frozenset(code for i, code in enumerate(ROW_HEALTH) if bits & (1 << i))
+    values = list(fields)
+    values[3] = tuple((str(status), int(count)) for status, count in values[3])  # failed_by_status
+    return Judgement(unobserved, Digest(*values))
 
 #: Evidence bits of `check_row` (src/row.rs), in bit order.
 EVIDENCE = ("capture", "observations", "trajectory", "verifiers", "model-calls")
@@ -55,7 +86,7 @@ def wanted_families(codes: Iterable[str], proved: int) -> int | None:
     proves (`proved`, its written families)."""
     wanted = 0
     for code in codes:
-        if code in STRICT or code in RUN_LEVEL or code in REDUCED:
+        if code in STRICT or code in RUN_LEVEL or code in REDUCED or code in JUDGED:
             continue
         bit = next((bit for bit, members in FAMILIES.items() if code in members), None)
         if bit is None or not bit & proved:
@@ -77,9 +108,10 @@ def evidence(bits: int) -> frozenset[str]:
     return found
 
 
-def wanted_extracts(codes: Iterable[str]) -> int:
-    """The parts of a proved row (bits of `check_row`'s `extracts`) the rules `codes` read."""
-    return GAPS if REDUCED.intersection(codes) else 0
+def wanted_extracts(codes: Iterable[str], judges: bool = False) -> int:
+    """The parts of a proved row (bits of `check_row`'s `extracts`) the rules `codes` read, and
+    with `judges` what the health report's verdict line reads (the stated rollout id)."""
+    return (GAPS if REDUCED.intersection(codes) else 0) | (STATED_ID if judges else 0)
 
 
 def reduced_row(pairs: list[tuple[str, str]], parts: list[tuple[str, str, str]] = ()) -> dict[str, Any]:
@@ -132,7 +164,7 @@ def compare(subject: Any, proof: tuple[int, list[tuple[str, str]], list[tuple[st
     once its rules ran, `mismatched_findings`)."""
     from trajlint.builder.identity import rollout_identity
 
-    bits, pairs, parts = proof
+    bits, pairs, parts, _ = proof
     row = subject.value
     said = evidence(bits)
     if not isinstance(row, dict) or said != subject.evidence:
@@ -150,9 +182,15 @@ def compare(subject: Any, proof: tuple[int, list[tuple[str, str]], list[tuple[st
             raise native.mismatch(subject.path, subject.line, f"the core reads /{section}/{key} as {text}")
 
 
-def mismatched_findings(subject: Any, findings: list[Any]) -> native.CoreMismatch:
+def mismatched_findings(subject: Any, findings: list[Any], unobserved: list[str] = ()) -> native.CoreMismatch:
     codes = sorted({finding.code for finding in findings})
+    if not codes and unobserved:
+        return native.mismatch(subject.path, subject.line, f"the core judges otherwise which rules are unobserved; Python: {', '.join(unobserved)}")
     return native.mismatch(subject.path, subject.line, f"the core proves the row clean, Python finds {', '.join(codes)}")
+
+
+def mismatched_judgement(subject: Any, judged: Any, observed: Any) -> native.CoreMismatch:
+    return native.mismatch(subject.path, subject.line, f"the core judges the row's health as {judged}, Python as {observed}")
 
 
 def mismatched_reduced(subject: Any, code: str) -> native.CoreMismatch:

@@ -44,6 +44,8 @@ class Subject:
     #: the core, when `reduced` is the subject the fast path would have made of the line.
     proved: bool = False
     reduced: Subject | None = None
+    #: A proved row's health judgement (`fast.Judgement`), when the run's health report asked.
+    judgement: Any = None
 
     @property
     def row(self) -> dict[str, Any]:
@@ -94,9 +96,12 @@ def row_subject(
     if prove is not None:
         proof = prove(raw)
         if proof is not None:
-            bits, pairs, parts = proof
+            bits, pairs, parts, judged = proof
             value = fast.reduced_row(pairs, parts)
-            reduced = Subject(path, number, fast.evidence(bits), raw=raw, value=value, rollout=rollout_identity(value), proved=True)
+            reduced = Subject(
+                path, number, fast.evidence(bits), raw=raw, value=value, rollout=rollout_identity(value), proved=True,
+                judgement=fast.judgement(judged),
+            )
             if checking:
                 subject = row_subject(path, number, raw, core, checking)
                 subject.proved = True
