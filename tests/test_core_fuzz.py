@@ -158,7 +158,7 @@ def _disagreement(core: Any, raw: bytes) -> str | None:
     for bit in fast.FAMILIES:
         if core.clean_families(raw, bit) != clean & bit:
             return f"family {bit} proved alone differs from proved together"
-    proof = core.check_row(raw, 0, core.GAPS)
+    proof = core.check_row(raw, 0, fast.GAPS)
     if proof is not None:
         try:
             row_subject("rows", 1, raw, checking=True, prove=lambda line: proof)
