@@ -95,8 +95,6 @@ class _Setup:
 
 
 def _check_setup(r: CheckRequest) -> _Setup:
-    from trajlint.report.baseline import Baseline, BaselineError
-
     found, settings, rules, ignores = _lint_setup(
         r.lint,
         {
@@ -108,10 +106,15 @@ def _check_setup(r: CheckRequest) -> _Setup:
     )
     if r.verbose:
         click.echo(f"trajlint: {configuration_line(found)}", err=True)
-    try:
-        known = Baseline.load(settings["baseline"].value) if settings["baseline"].value else None
-    except BaselineError as exc:
-        raise Failure(str(exc)) from None
+    known = None
+    if settings["baseline"].value:
+        # Imported only for a run with a baseline to apply.
+        from trajlint.report.baseline import Baseline, BaselineError
+
+        try:
+            known = Baseline.load(settings["baseline"].value)
+        except BaselineError as exc:
+            raise Failure(str(exc)) from None
     return _Setup(found, settings, rules, ignores, known)
 
 
