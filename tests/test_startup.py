@@ -87,5 +87,14 @@ def test_one_row_check_starts_no_pool(tmp_path, jobs):
 
 def test_one_row_piped_check_starts_no_pool(tmp_path):
     modules, _ = _imported(tmp_path, "check", "--isolated", "--no-cache", "-", stdin=ROW)
+    assert {"trajlint.check.engine", "trajlint.report.health"} <= modules
+    # Without a cache, nothing of the cache is loaded (nor hashlib, which only it needs here).
+    unused = {"concurrent.futures", "pathspec", "trajlint.report.baseline", "trajlint.check.cache", "hashlib"}
+    assert sorted(unused & modules) == []
+
+
+def test_check_without_health_rules_loads_no_health_report(tmp_path):
+    path = _one_row(tmp_path)
+    modules, _ = _imported(tmp_path, "check", "--isolated", "--no-cache", "--select", "TL101", str(path))
     assert "trajlint.check.engine" in modules
-    assert sorted({"concurrent.futures", "pathspec", "trajlint.report.baseline"} & modules) == []
+    assert sorted({"trajlint.report.health", "trajlint.check.cache"} & modules) == []
