@@ -90,11 +90,26 @@ with open(sys.argv[1], "w") as out:
 """
 
 
-def run(argv: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None, stdout_path: str = os.devnull) -> Measurement:
-    """Run `argv` to completion with stdout to `stdout_path`; never raises on a non-zero exit."""
+def run(
+    argv: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    stdout_path: str = os.devnull,
+    stdin_path: str | None = None,
+) -> Measurement:
+    """Run `argv` to completion with stdout to `stdout_path` (and stdin from `stdin_path`, else
+    this process's); never raises on a non-zero exit."""
     sampling = os.path.isdir("/proc/self/task")
-    with open(stdout_path, "wb") as out, tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile("r") as result:
-        proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", _TRAMPOLINE, result.name, *argv], stdout=out, stderr=err, env=env, cwd=cwd)
+    with (
+        open(stdin_path or os.devnull, "rb") as given_stdin,
+        open(stdout_path, "wb") as out,
+        tempfile.TemporaryFile() as err,
+        tempfile.NamedTemporaryFile("r") as result,
+    ):
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _TRAMPOLINE, result.name, *argv], stdin=given_stdin if stdin_path else None, stdout=out, stderr=err, env=env, cwd=cwd
+        )
         sampler = _TreeSampler(proc.pid) if sampling else None
         if sampler:
             sampler.start()

@@ -6,7 +6,6 @@ it without depending on each other.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,6 +115,10 @@ def fingerprint(
     It never includes the line number: keyed on the rollout identity when the row has one, else on
     the file and the line's own bytes, so the same defect keeps its fingerprint across runs.
     """
+    # Imported here: the command line reads `SEVERITIES` for its options, and `--version` or
+    # `trajlint rule` never make a finding.
+    import hashlib
+
     digest = hashlib.sha256(b"trajlint-fingerprint/v1\0")
     digest.update(code.encode())
     digest.update(b"\0")

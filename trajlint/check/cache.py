@@ -31,9 +31,7 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,6 +113,8 @@ class ResultCache:
 
 def _write_atomically(target: Path, data: bytes) -> None:
     """Write beside `target` and rename over it: a reader sees the old file or the new, whole."""
+    import tempfile  # (and the random numbers under it) only when an entry is written
+
     fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -212,6 +212,9 @@ def _digests(paths: Sequence[str], jobs: int) -> list[str | None]:
     threads = min(jobs, len(paths), usable_cores())
     if threads < 2:
         return [file_digest(p) for p in paths]
+    # The thread pool (concurrent.futures, and logging under it) only when it hashes in threads.
+    from concurrent.futures import ThreadPoolExecutor
+
     try:
         with ThreadPoolExecutor(threads) as pool:
             return list(pool.map(file_digest, paths))

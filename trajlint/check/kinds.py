@@ -30,13 +30,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from trajlint.check.paths import path_matches
-
 if TYPE_CHECKING:
     from trajlint.read import Line, Source, Unreadable
 
-# The read stage is imported where it is used: the command line names the kinds in its options
-# without loading it.
+# The read stage (and `check.paths`, which imports it) is imported where it is used: the command
+# line names the kinds in its options without loading it.
 
 ROLLOUTS = "rollouts"
 MATERIALIZED_INPUTS = "materialized-inputs"
@@ -86,6 +84,8 @@ class Given:
     def kind_of(self, path: str) -> FileKind | None:
         if self.every != AUTO:
             return FileKind(self.every, f"set by {self.every_origin}")
+        from trajlint.check.paths import path_matches
+
         for pattern, kind in self.patterns:
             if path_matches(pattern, self.base, path):
                 return None if kind == AUTO else FileKind(kind, f"set by {self.patterns_origin} ({pattern!r})")

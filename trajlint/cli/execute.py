@@ -95,8 +95,6 @@ class _Setup:
 
 
 def _check_setup(r: CheckRequest) -> _Setup:
-    from trajlint.report.baseline import Baseline, BaselineError
-
     found, settings, rules, ignores = _lint_setup(
         r.lint,
         {
@@ -108,10 +106,15 @@ def _check_setup(r: CheckRequest) -> _Setup:
     )
     if r.verbose:
         click.echo(f"trajlint: {configuration_line(found)}", err=True)
-    try:
-        known = Baseline.load(settings["baseline"].value) if settings["baseline"].value else None
-    except BaselineError as exc:
-        raise Failure(str(exc)) from None
+    known = None
+    if settings["baseline"].value:
+        # Imported only for a run with a baseline to apply.
+        from trajlint.report.baseline import Baseline, BaselineError
+
+        try:
+            known = Baseline.load(settings["baseline"].value)
+        except BaselineError as exc:
+            raise Failure(str(exc)) from None
     return _Setup(found, settings, rules, ignores, known)
 
 
@@ -128,7 +131,7 @@ def _checked(r: CheckRequest, setup: _Setup, sources: list[Any], progress: Any =
     import os
 
     from trajlint.check import select as selection
-    from trajlint.report import document, formats, health
+    from trajlint.report import document, formats
 
     settings = setup.settings
     result = _check(
@@ -147,6 +150,13 @@ def _checked(r: CheckRequest, setup: _Setup, sources: list[Any], progress: Any =
     # A format that shows rows (the HTML report) gets a bounded sample of them, read again now.
     drilldown = any(formats.FORMATS[o.format].samples for o in r.outputs)
     listed, _ = document.listed(findings, settings["show-availability"].value)
+    numbers = grid = None
+    if result.health is not None:
+        # Only a run that judged the rows' health (a health rule ran, or --health-report).
+        from trajlint.report import health
+
+        numbers = health.report_numbers([h.summary for _, h in result.health])
+        grid = health.task_grid([(name, h.summary) for name, h in result.health]) if drilldown else None
     report = document.build(
         result,
         setup.rules.values(),
@@ -154,16 +164,14 @@ def _checked(r: CheckRequest, setup: _Setup, sources: list[Any], progress: Any =
         files=[source.path for source in sources],
         root=os.getcwd(),
         baseline=baseline_use,
-        health=health.report_numbers([h.summary for _, h in result.health]) if result.health is not None else None,
+        health=numbers,
         show_availability=settings["show-availability"].value,
         fail_level=settings["fail-level"].value,
         configuration=str(setup.found.path) if setup.found.path is not None else None,
         max_per_run=settings["max-findings-per-run"].value,
         run_of=_runs(settings).run_of,
         samples=_samples(listed, settings) if drilldown else (),
-        task_grid=health.task_grid([(name, h.summary) for name, h in result.health])
-        if drilldown and result.health is not None
-        else None,
+        task_grid=grid,
     )
     status = exit_status(
         (),
@@ -181,7 +189,7 @@ def check(r: CheckRequest) -> int:
     import os
 
     from trajlint.read import Unreadable
-    from trajlint.report import formats, health
+    from trajlint.report import formats
     from trajlint.report import write as report_outputs
 
     setup = _check_setup(r)
@@ -190,6 +198,10 @@ def check(r: CheckRequest) -> int:
         outputs = [dataclasses.replace(o, path=r.output_file) if o.path is None else o for o in outputs]
     written = [o.path for o in outputs if o.path is not None]
     if r.health_report is not None:
+        # NeMo Gym's health report: its writer only for a run that writes it (every use of
+        # `health` below is under the same condition).
+        from trajlint.report import health
+
         written += health.written_files(r.health_report)
     written = [path for path in written if report_outputs.own_output(path)]
     sources = _sources(r.lint.paths, r.stdin, _selection(r.lint, setup.found, setup.settings, written))
@@ -557,7 +569,6 @@ def _check(
     progress: Any = None,
 ) -> Any:
     """The check stage's run with this invocation's settings; a lost worker is one line, exit 2."""
-    from trajlint.check.cache import cached_run
     from trajlint.check.executor import UnitFailed
     from trajlint.check.parallel import WorkerLost
     from trajlint.read import native
@@ -571,18 +582,23 @@ def _check(
         # A TRAJLINT_CORE this installation cannot honour ends the run before it starts; check
         # mode is there to run both paths, so it never takes a result from the cache.
         no_cache = native.mode() == "check" or no_cache
-        return cached_run(
-            sources,
-            rules,
-            cache=None if no_cache else _cache(found, settings),
-            max_row_bytes=settings["max-row-bytes"].value,
-            jobs=_jobs(settings),
-            health_report=health_report,
-            runs=_runs(settings),
-            file_kinds=_file_kinds(found, settings),
-            progress=progress,
-            executor=executor,
-        )
+        options: dict[str, Any] = {
+            "max_row_bytes": settings["max-row-bytes"].value,
+            "jobs": _jobs(settings),
+            "health_report": health_report,
+            "runs": _runs(settings),
+            "file_kinds": _file_kinds(found, settings),
+            "progress": progress,
+            "executor": executor,
+        }
+        if no_cache:
+            # What `cached_run` does without a cache, without loading the cache (and hashlib).
+            from trajlint.check.run import run
+
+            return run(sources, rules, **options)
+        from trajlint.check.cache import cached_run
+
+        return cached_run(sources, rules, cache=_cache(found, settings), **options)
     except (WorkerLost, UnitFailed, native.CoreError, native.CoreMismatch) as exc:
         raise Failure(str(exc)) from None
     except Exception as exc:

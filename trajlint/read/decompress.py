@@ -5,12 +5,9 @@ A plain file is read whole or as a shard's byte span; gzip and zstd are decompre
 
 from __future__ import annotations
 
-import gzip
 import zlib
 from collections.abc import Iterator
 from typing import BinaryIO
-
-import zstandard
 
 from trajlint.read.files import _os_reason
 
@@ -59,6 +56,8 @@ def _span_chunks(handle: BinaryIO, start: int, end: int | None) -> Iterator[byte
 
 
 def _gzip_chunks(handle: BinaryIO) -> Iterator[bytes]:
+    import gzip  # the decompressors are imported by the first file that needs one
+
     # read1 makes one decompression step per call, so everything decoded before a failure has
     # already been handed out when the error is raised.
     produced = False
@@ -91,6 +90,8 @@ def _gzip_chunks(handle: BinaryIO) -> Iterator[bytes]:
 def _zstd_chunks(handle: BinaryIO) -> Iterator[bytes]:
     # stream_reader bounds each read's output (a zstd bomb cannot flood memory) and measured 1.5x
     # faster here than decompressobj, but it ends silently at a truncated frame: _ZstdFrames tells.
+    import zstandard
+
     frames = _ZstdFrames(handle)
     # Frames made with `zstd --long=31` need a 2 GiB window, the most zstd's tools make (the
     # library's default stops at 128 MiB). Memory follows the data: the window buffer is only

@@ -22,9 +22,7 @@ import stat
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
-
-import pathspec
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from trajlint.read import remote
 from trajlint.read.files import _os_reason, _special_kind, _stat_reason
@@ -67,6 +65,17 @@ DEFAULT_EXCLUDE = (
 )
 _GLOB_CHARS = frozenset("*?[")
 
+if TYPE_CHECKING:
+    import pathspec
+
+
+def _gitignore(lines: Sequence[str]) -> pathspec.GitIgnoreSpec:
+    # pathspec (with the backends it probes on import) is loaded by the first pattern matched:
+    # a run over files named on the command line matches none.
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
 
 @dataclass(frozen=True, slots=True)
 class Selection:
@@ -88,7 +97,7 @@ class Selection:
     def _spec(self, kind: str) -> pathspec.GitIgnoreSpec:
         spec = self._specs.get(kind)
         if spec is None:
-            spec = pathspec.GitIgnoreSpec.from_lines(getattr(self, kind))
+            spec = _gitignore(getattr(self, kind))
             self._specs[kind] = spec
         return spec
 
@@ -142,7 +151,7 @@ def _plain_names(patterns: Sequence[str]) -> Any:
             directories.add(bare)
         else:
             names.add(bare)
-    return names, directories, pathspec.GitIgnoreSpec.from_lines(rest) if rest else None
+    return names, directories, _gitignore(rest) if rest else None
 
 
 def missing(paths: Sequence[str]) -> str | None:
@@ -374,7 +383,7 @@ def _gitignore_spec(path: str) -> pathspec.GitIgnoreSpec | None:
             lines = handle.read().splitlines()
     except OSError:
         return None
-    return pathspec.GitIgnoreSpec.from_lines(lines) if any(line.strip() for line in lines) else None
+    return _gitignore(lines) if any(line.strip() for line in lines) else None
 
 
 def _named(path: str, walk: _Walk, info: os.stat_result | None = None) -> Iterator[Source | Unreadable]:

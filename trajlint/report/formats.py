@@ -9,11 +9,14 @@ import functools
 import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from trajlint.report.document import Report
+if TYPE_CHECKING:
+    # Only named: the command line reads the table of formats for its help without loading the
+    # report document (and the read stage under it).
+    from trajlint.report.document import Report
 
-Renderer = Callable[[Report], Iterator[str]]
+Renderer = Callable[["Report"], Iterator[str]]
 
 class Format(NamedTuple):
     """What a format is and where it lives (imported when used)."""

@@ -1,0 +1,101 @@
+"""What the short commands import: each loads what its run uses, and what it does not use waits
+for a run that does (the worker pool, gitignore matching, the read stage for `--version`).
+
+Module sets, not times: the start-up times are measured by bench/startup.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trajlint import __version__
+
+ROOT = Path(__file__).resolve().parent.parent
+ROW = (ROOT / "examples" / "clean.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)[0]
+
+pytestmark = pytest.mark.slow
+
+
+def _imported(tmp_path: Path, *args: str, stdin: str | None = None) -> tuple[set[str], str]:
+    """The modules `python -X importtime -m trajlint ARGS` imports, and its standard output."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("TRAJLINT_NO_CACHE", None)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "trajlint", *args],
+        cwd=tmp_path,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    modules = {
+        line.split("|")[2].strip()
+        for line in proc.stderr.splitlines()
+        if line.startswith("import time:") and "self [us]" not in line
+    }
+    return modules, proc.stdout
+
+
+def _one_row(tmp_path: Path) -> Path:
+    path = tmp_path / "one-row.jsonl"
+    path.write_text(ROW, encoding="utf-8")
+    return path
+
+
+def test_version_loads_no_stage(tmp_path):
+    modules, out = _imported(tmp_path, "--version")
+    assert out == f"trajlint, version {__version__}\n"
+    assert {"click", "trajlint.cli.commands"} <= modules
+    # The version is the package's own constant, and the options' tables name the file kinds and
+    # the output formats without the stages behind them.
+    unused = {
+        "importlib.metadata",
+        "concurrent.futures",
+        "pathspec",
+        "hashlib",
+        "trajlint.read",
+        "trajlint.check.paths",
+        "trajlint.report.document",
+        "trajlint.spill",
+    }
+    assert sorted(unused & modules) == []
+
+
+def test_rule_loads_no_gitignore_matching(tmp_path):
+    modules, out = _imported(tmp_path, "rule", "TL101")
+    assert out.startswith("# ")
+    assert "trajlint.check.rules" in modules
+    assert sorted({"pathspec", "concurrent.futures"} & modules) == []
+
+
+@pytest.mark.parametrize("jobs", ["1", "4"])
+def test_one_row_check_starts_no_pool(tmp_path, jobs):
+    # With the result cache on (its own directory): one file is hashed without threads.
+    path = _one_row(tmp_path)
+    modules, _ = _imported(tmp_path, "check", "--isolated", "--cache-dir", str(tmp_path / "cache"), "--jobs", jobs, str(path))
+    assert {"trajlint.check.engine", "trajlint.check.cache"} <= modules
+    # One row is too little work for worker processes; a named file matches no gitignore
+    # pattern; no baseline is applied; a plain file needs no decompressor.
+    unused = {"concurrent.futures", "pathspec", "trajlint.report.baseline", "gzip", "zstandard"}
+    assert sorted(unused & modules) == []
+
+
+def test_one_row_piped_check_starts_no_pool(tmp_path):
+    modules, _ = _imported(tmp_path, "check", "--isolated", "--no-cache", "-", stdin=ROW)
+    assert {"trajlint.check.engine", "trajlint.report.health"} <= modules
+    # Without a cache, nothing of the cache is loaded (nor hashlib, which only it needs here).
+    unused = {"concurrent.futures", "pathspec", "trajlint.report.baseline", "trajlint.check.cache", "hashlib"}
+    assert sorted(unused & modules) == []
+
+
+def test_check_without_health_rules_loads_no_health_report(tmp_path):
+    path = _one_row(tmp_path)
+    modules, _ = _imported(tmp_path, "check", "--isolated", "--no-cache", "--select", "TL101", str(path))
+    assert "trajlint.check.engine" in modules
+    assert sorted({"trajlint.report.health", "trajlint.check.cache"} & modules) == []
