@@ -112,6 +112,7 @@ def test_proved_rows_report_as_the_python_path(tmp_path, reference_core, monkeyp
 
 
 def test_a_wrong_judgement_stops_a_checked_run(tmp_path, reference_core, monkeypatch):
+    monkeypatch.setattr(native, "mode", lambda: "check")
     check_row = fast.prover()[0]
 
     def wrong(raw, wanted, extracts=0, judges=False):
@@ -129,6 +130,7 @@ def test_a_wrong_judgement_stops_a_checked_run(tmp_path, reference_core, monkeyp
 
 
 def test_a_wrong_unobserved_set_stops_a_checked_run(tmp_path, reference_core, monkeypatch):
+    monkeypatch.setattr(native, "mode", lambda: "check")
     check_row = fast.prover()[0]
 
     def wrong(raw, wanted, extracts=0, judges=False):

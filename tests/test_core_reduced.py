@@ -93,6 +93,7 @@ def test_a_gap_holding_negative_zero_is_not_proved(core):
 
 
 def test_a_wrong_gap_list_stops_a_checked_run(core, gaps_file, monkeypatch):
+    monkeypatch.setattr(native, "mode", lambda: "check")
     real = fast.prover()
 
     def lying(raw, wanted, extracts, judges):
