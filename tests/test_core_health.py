@@ -130,25 +130,30 @@ def test_every_judgement_is_pythons(core, generated):
     assert judged
 
 
-def _stated_without_observations(raw: bytes) -> bool:
-    row = _loads(raw)
-    return isinstance(row, dict) and isinstance(row.get("ng_trajectory"), dict) and not isinstance(
-        row.get("ng_agent_observations"), dict
-    )
+def _modelled(raw: bytes) -> bool:
+    """A row whose build the judgement models: a stated trajectory NeMo Gym accepts whole, and
+    observations (if any) it accepts whole, with no compaction record."""
+    subject = row_subject("-", 1, raw)
+    row = subject.value
+    if not isinstance(row, dict) or not isinstance(row.get("ng_trajectory"), dict):
+        return False
+    evidence = subject.build.evidence
+    if not evidence.stated_valid or (evidence.observations and not evidence.observations_valid):
+        return False
+    return not subject.build.compactions
 
 
 def test_coverage_of_the_modelled_rows(core, generated):
-    """Rows the judgement models (a stated trajectory NeMo Gym accepts, no observations) that
-    Python finds healthy are judged."""
-    for path in (EXAMPLES / "clean.jsonl", PERSISTED, generated[1]):
+    """Every modelled row Python finds healthy is judged."""
+    judged = 0
+    for path in (EXAMPLES / "clean.jsonl", PERSISTED, *generated):
         for number, raw in enumerate(_lines(path.read_bytes()), 1):
-            if not _stated_without_observations(raw):
-                continue
             python = _python(raw)
-            subject = row_subject("-", 1, raw)
-            if python is None or python[0] or not subject.build.evidence.stated_valid:
+            if python is None or python[0] or not _modelled(raw):
                 continue
             assert _core_judgement(core, raw) is not None, f"{_name(path)}:{number} is not judged"
+            judged += 1
+    assert judged > 100
 
 
 def test_rows_outside_the_model_are_not_judged(core):
@@ -157,7 +162,7 @@ def test_rows_outside_the_model_are_not_judged(core):
         row = json.loads(raw)
         if not isinstance(row.get("ng_trajectory"), dict):
             assert core.health_judgement(raw) is None  # turns built from evidence: not modelled
-    for raw in (b"", b"[]", b"{", b'{"ng_trajectory": {"task_id": "0", "rollout_id": "0-0"}, "ng_agent_observations": {}}'):
+    for raw in (b"", b"[]", b"{", b'{"ng_trajectory": {"task_id": "0", "rollout_id": "0-0"}, "ng_agent_observations": []}'):
         assert core.health_judgement(raw) is None
 
 

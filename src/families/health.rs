@@ -4,9 +4,11 @@
 //!
 //! Modelled: rows whose build takes the stated trajectory's turns (an `ng_trajectory` object that
 //! NeMo Gym accepts whole: valid against its schema, its record invariants holding, no value its
-//! lax validation would coerce), with no agent observations (whose records add invocations and
-//! rejoin the capture's calls) and no capture gap the build reads that fails its schema. Every
-//! other row answers None and the Python path judges it.
+//! lax validation would coerce). Agent observations, when the row has them, must be accepted
+//! whole too and hold no compaction record (whose helper calls the transcript's usage counts);
+//! the invocations they add and the join of their references with the captured calls are
+//! modelled, and a join that records a reference gap is not. Every other row answers None and
+//! the Python path judges it.
 //!
 //! On such a row the build's calls are the stated calls, each merged with the captured call of
 //! its id, then the other captured calls (`build::ledger`); each call's metadata and token counts
@@ -66,6 +68,7 @@ pub fn clean(row: &Map<String, Value>) -> bool {
 
 struct Schemas {
     trajectory: Validator,
+    observations: Validator,
     gap: Validator,
 }
 
@@ -79,12 +82,14 @@ fn schemas() -> Option<&'static Schemas> {
 fn make_schemas() -> Option<Schemas> {
     let mut documents = Vec::new();
     let mut trajectory = None;
+    let mut observations = None;
     let mut common = None;
     for (name, text) in DOCUMENTS {
         let document: Value = serde_json::from_str(text).ok()?;
         let uri = document.get("$id")?.as_str()?.to_owned();
         match name {
             "trajectory.schema.json" => trajectory = Some(document.clone()),
+            "agent-observations.schema.json" => observations = Some(document.clone()),
             "common.schema.json" => common = Some(uri.clone()),
             _ => {}
         }
@@ -104,6 +109,7 @@ fn make_schemas() -> Option<Schemas> {
     });
     Some(Schemas {
         trajectory: build(&trajectory?)?,
+        observations: build(&observations?)?,
         gap: build(&gap)?,
     })
 }
@@ -450,6 +456,13 @@ const TOKEN_STATS: Fields = (
 );
 const TOOL_CALL: Fields = (&[], &["started_at", "completed_at", "duration_ms"], &[]);
 
+const TOOL_OBSERVATION: Fields = (&[], &["started_at", "completed_at", "duration_ms"], &[]);
+const SANDBOX: Fields = (
+    &["exit_code"],
+    &["wall_time_s", "cpu_time_s", "peak_memory_mib"],
+    &[],
+);
+
 fn written(item: &Map<String, Value>, (integers, numbers, booleans): Fields) -> bool {
     let ok = |names: &[&str], is: fn(&Value) -> bool| {
         names
@@ -527,6 +540,170 @@ fn invariants_hold(stated: &Map<String, Value>) -> Option<bool> {
         }
     }
     Some(true)
+}
+
+// -- the agent observations ---------------------------------------------------------------------
+
+/// What the observations add to the build the view reads: the invocations they add (those the
+/// stated trajectory does not hold), each with its references, and the gap codes they carry.
+struct Observed<'a> {
+    references: Vec<RefKey<'a>>,
+    codes: Vec<&'a str>,
+}
+
+/// `_bundle_invariants_hold` over agent invocation records: unique ids and no parent cycle.
+/// None when an id is not modelled.
+fn bundle_invariants_hold(records: &[&Map<String, Value>]) -> Option<bool> {
+    let mut parents: HashMap<Option<&str>, Option<&str>> = HashMap::new();
+    let mut order = Vec::new();
+    for record in records {
+        if string(record.get("kind")) != Some("agent_invocation") {
+            continue;
+        }
+        let id = text_key(record.get("invocation_id"))?;
+        let parent = text_key(record.get("parent_invocation_id"))?;
+        if parents.insert(id, parent).is_some() {
+            return Some(false);
+        }
+        order.push(id);
+    }
+    let mut cleared = HashSet::new();
+    for start in order {
+        let mut seen = HashSet::new();
+        let mut node = start;
+        while let Some(id) = node.filter(|n| !cleared.contains(n)) {
+            let Some(parent) = parents.get(&Some(id)) else {
+                break;
+            };
+            if !seen.insert(id) {
+                return Some(false);
+            }
+            node = *parent;
+        }
+        cleared.extend(seen);
+    }
+    Some(true)
+}
+
+/// The observations' part of the build (`take_observations` and `join`), for a bundle NeMo Gym
+/// accepts whole with no compaction record; None for any other bundle, and when the join would
+/// record a reference gap (`trajectory-capture-mismatch` reports it, or the row is not judged).
+fn observed<'a>(
+    row: &'a Map<String, Value>,
+    bundle: &'a Value,
+    stated: &'a Map<String, Value>,
+    ledger: &Ledger<'a>,
+    schemas: &Schemas,
+) -> Option<Observed<'a>> {
+    let section = bundle.as_object()?;
+    let records: Vec<&Map<String, Value>> = match section.get("records") {
+        None => Vec::new(),
+        Some(Value::Array(items)) => items.iter().map(Value::as_object).collect::<Option<_>>()?,
+        _ => return None,
+    };
+    for record in &records {
+        let fields = match string(record.get("kind"))? {
+            "agent_invocation" => INVOCATION,
+            "tool_call" => TOOL_OBSERVATION,
+            "sandbox" => SANDBOX,
+            _ => return None, // a compaction makes helper calls; other kinds are not modelled
+        };
+        if !written(record, fields) {
+            return None;
+        }
+    }
+    if !schemas.observations.is_valid(bundle) || !bundle_invariants_hold(&records)? {
+        return None;
+    }
+    let joined = object(row.get(CAPTURE)).is_some();
+    let mut codes = Vec::new();
+    for gap in list(section.get("gaps")) {
+        let code = string(gap.as_object()?.get("code"))?;
+        if !(joined && REFERENCE_GAPS.contains(&code)) {
+            codes.push(code); // a capture present rejoins the calls: the join writes its own
+        }
+    }
+    let known: HashSet<Option<&str>> = list(stated.get("invocations"))
+        .iter()
+        .filter_map(Value::as_object)
+        .map(|inv| string(inv.get("invocation_id")))
+        .collect();
+    // The calls each client session names, in order (`_sessions`).
+    let captured = object(row.get(CAPTURE)).map(|c| list(c.get("calls")));
+    let mut sessions: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (position, entry) in ledger.calls.iter().enumerate() {
+        let raw = entry.capture.and_then(|k| captured?.get(k)?.as_object());
+        if let Some(session) = raw.and_then(|raw| string(raw.get("client_session_id"))) {
+            sessions.entry(session).or_default().push(position);
+        }
+    }
+    // The join matches references among the captured calls only.
+    let matches = |key: Option<RefKey<'a>>| -> Vec<usize> {
+        ledger
+            .index
+            .matches(key)
+            .unwrap_or(&[])
+            .iter()
+            .copied()
+            .filter(|&i| ledger.calls[i].capture.is_some())
+            .collect()
+    };
+    let mut owned: HashSet<usize> = HashSet::new();
+    let mut references = Vec::new();
+    for record in records
+        .iter()
+        .filter(|r| string(r.get("kind")) == Some("agent_invocation"))
+    {
+        let owner = string(record.get("invocation_id"));
+        let added = !known.contains(&owner);
+        let mut keys: Vec<Option<RefKey<'a>>> = list(record.get("model_calls"))
+            .iter()
+            .filter(|r| r.is_object())
+            .map(ledger::ref_key)
+            .collect();
+        if !joined {
+            if added {
+                references.extend(keys.into_iter().flatten());
+            }
+            continue;
+        }
+        let mut referenced: HashSet<usize> = keys.iter().flat_map(|k| matches(*k)).collect();
+        for &position in owner
+            .and_then(|o| sessions.get(o))
+            .map_or(&[][..], Vec::as_slice)
+        {
+            let entry = &ledger.calls[position];
+            if let Some(id) = entry.model_call_id {
+                if !referenced.contains(&position) {
+                    let key = Some(RefKey {
+                        call_id: Some(id),
+                        server: None,
+                        response_id: None,
+                    });
+                    keys.push(key);
+                    referenced.extend(matches(key));
+                }
+            }
+        }
+        for key in keys {
+            let [one] = matches(key)[..] else {
+                return None; // model_call_reference_unmatched or _ambiguous
+            };
+            if !owned.insert(one) {
+                return None; // model_call_reference_conflict
+            }
+            if added {
+                // The join rewrites the reference to the call it resolves to.
+                let entry = &ledger.calls[one];
+                references.push(RefKey {
+                    call_id: entry.model_call_id,
+                    server: entry.server,
+                    response_id: entry.response_id,
+                });
+            }
+        }
+    }
+    Some(Observed { references, codes })
 }
 
 // -- the view -------------------------------------------------------------------------------------
@@ -637,9 +814,6 @@ fn chain_ended_on_failure(calls: &[Call<'_>], chain: &[usize]) -> bool {
 pub fn judge(row: &Map<String, Value>) -> Option<Judgement> {
     let stated_value = row.get(STATED)?;
     let stated = stated_value.as_object()?;
-    if object(row.get(OBSERVATIONS)).is_some() {
-        return None; // observed records add invocations and rejoin the capture: not modelled
-    }
     let schemas = schemas()?;
     if !as_written(stated)
         || !invariants_hold(stated)?
@@ -649,6 +823,13 @@ pub fn judge(row: &Map<String, Value>) -> Option<Judgement> {
     }
     let ledger = ledger::build(row)?;
     let calls = build_calls(row, &ledger)?;
+    let observed = match row.get(OBSERVATIONS).filter(|b| b.is_object()) {
+        Some(bundle) => observed(row, bundle, stated, &ledger, schemas)?,
+        None => Observed {
+            references: Vec::new(),
+            codes: Vec::new(),
+        },
+    };
 
     // The build's gap codes, of those the view reads.
     let mut codes: HashSet<&str> = HashSet::new();
@@ -671,6 +852,10 @@ pub fn judge(row: &Map<String, Value>) -> Option<Judgement> {
         let code = string(gap.get("code"))?;
         codes.insert(code);
         reference_gaps += REFERENCE_GAPS.contains(&code) as usize;
+    }
+    for code in &observed.codes {
+        codes.insert(code);
+        reference_gaps += REFERENCE_GAPS.contains(code) as usize;
     }
     if calls.is_empty() {
         codes.insert("model_calls_unavailable");
@@ -709,6 +894,12 @@ pub fn judge(row: &Map<String, Value>) -> Option<Judgement> {
     let turn_bindings = bind(&ledger, &turn_keys);
     let mut invocation_keys = Vec::new();
     refs(&invocations, &mut seen, &mut invocation_keys);
+    for key in observed.references {
+        let usable = key.call_id.is_some() || (key.server.is_some() && key.response_id.is_some());
+        if usable && seen.insert(key) {
+            invocation_keys.push(key);
+        }
+    }
     let owned = if invocation_keys.is_empty() {
         None
     } else {
