@@ -132,15 +132,13 @@ def test_every_judgement_is_pythons(core, generated):
 
 def _modelled(raw: bytes) -> bool:
     """A row whose build the judgement models: a stated trajectory NeMo Gym accepts whole, and
-    observations (if any) it accepts whole, with no compaction record."""
+    observations (if any) it accepts whole."""
     subject = row_subject("-", 1, raw)
     row = subject.value
     if not isinstance(row, dict) or not isinstance(row.get("ng_trajectory"), dict):
         return False
     evidence = subject.build.evidence
-    if not evidence.stated_valid or (evidence.observations and not evidence.observations_valid):
-        return False
-    return not subject.build.compactions
+    return evidence.stated_valid and (evidence.observations_valid or not evidence.observations)
 
 
 def test_coverage_of_the_modelled_rows(core, generated):
@@ -230,7 +228,7 @@ def _mutate(data, row: dict) -> dict:
     for _ in range(data.draw(st.integers(1, 4))):
         op = data.draw(st.sampled_from([
             "stated-tokens", "captured-tokens", "usage", "stated-meta", "captured-meta", "response",
-            "turn-refs", "turn-content", "gaps", "started-at", "model-ref", "drop-call",
+            "turn-refs", "turn-content", "gaps", "started-at", "model-ref", "drop-call", "records",
         ]))
         stated_calls, captured_calls, turns = _stated_calls(row), _captured_calls(row), _turns(row)
         if op == "stated-tokens" and stated_calls:
@@ -308,6 +306,21 @@ def _mutate(data, row: dict) -> dict:
             _set(data, call, "model_ref", data.draw(st.sampled_from([
                 None, {"type": "responses_api_models", "name": "judge"}, {"type": "other", "name": "x"},
             ])))
+        elif op == "records" and isinstance(row.get("ng_agent_observations"), dict):
+            records = row["ng_agent_observations"].get("records")
+            holders = [r for r in records if isinstance(r, dict) and isinstance(r.get("model_calls"), list)] if isinstance(records, list) else []
+            if holders:
+                refs = data.draw(st.sampled_from(holders))["model_calls"]
+                action = data.draw(st.sampled_from(["drop", "duplicate", "rename", "session"]))
+                if action == "drop" and refs:
+                    refs.pop(data.draw(st.integers(0, len(refs) - 1)))
+                elif action == "duplicate" and refs:
+                    refs.append(copy.deepcopy(refs[-1]))
+                elif action == "rename" and refs and isinstance(refs[0], dict):
+                    refs[0]["model_call_id"] = data.draw(st.sampled_from(["", "nope", None]))
+                elif action == "session" and captured_calls:
+                    owner = data.draw(st.sampled_from(holders)).get("invocation_id")
+                    data.draw(st.sampled_from(captured_calls))["client_session_id"] = owner
         elif op == "drop-call" and captured_calls:
             calls = row["ng_model_call_capture"]["calls"]
             calls.pop(data.draw(st.integers(0, len(calls) - 1)))

@@ -457,6 +457,7 @@ const TOKEN_STATS: Fields = (
 const TOOL_CALL: Fields = (&[], &["started_at", "completed_at", "duration_ms"], &[]);
 
 const TOOL_OBSERVATION: Fields = (&[], &["started_at", "completed_at", "duration_ms"], &[]);
+const COMPACTION: Fields = (&["tokens_before", "tokens_after"], &["observed_at"], &[]);
 const SANDBOX: Fields = (
     &["exit_code"],
     &["wall_time_s", "cpu_time_s", "peak_memory_mib"],
@@ -606,7 +607,8 @@ fn observed<'a>(
             "agent_invocation" => INVOCATION,
             "tool_call" => TOOL_OBSERVATION,
             "sandbox" => SANDBOX,
-            _ => return None, // a compaction makes helper calls; other kinds are not modelled
+            "context_compaction" => COMPACTION,
+            _ => return None,
         };
         if !written(record, fields) {
             return None;
@@ -648,7 +650,7 @@ fn observed<'a>(
             .filter(|&i| ledger.calls[i].capture.is_some())
             .collect()
     };
-    let mut owned: HashSet<usize> = HashSet::new();
+    let mut owned: HashMap<usize, Option<&str>> = HashMap::new();
     let mut references = Vec::new();
     for record in records
         .iter()
@@ -689,7 +691,7 @@ fn observed<'a>(
             let [one] = matches(key)[..] else {
                 return None; // model_call_reference_unmatched or _ambiguous
             };
-            if !owned.insert(one) {
+            if owned.insert(one, owner).is_some() {
                 return None; // model_call_reference_conflict
             }
             if added {
@@ -700,6 +702,32 @@ fn observed<'a>(
                     server: entry.server,
                     response_id: entry.response_id,
                 });
+            }
+        }
+    }
+    if joined {
+        // A compaction's references: each must name one captured call, owned by no other
+        // invocation (else the join records a reference gap).
+        for record in records
+            .iter()
+            .filter(|r| string(r.get("kind")) == Some("context_compaction"))
+        {
+            let owner = string(record.get("invocation_id"));
+            let helpers = match record.get("model_calls") {
+                None | Some(Value::Null) => &[][..],
+                Some(Value::Array(items)) => items.as_slice(),
+                _ => return None,
+            };
+            let markers = ["before_model_call", "after_model_call"]
+                .into_iter()
+                .filter_map(|name| record.get(name).filter(|r| !r.is_null()));
+            for reference in helpers.iter().chain(markers) {
+                let [one] = matches(ledger::ref_key(reference))[..] else {
+                    return None;
+                };
+                if owned.get(&one).is_some_and(|o| *o != owner) {
+                    return None;
+                }
             }
         }
     }
