@@ -25,6 +25,7 @@ from trajlint.check import catalog, fast
 from trajlint.check.subject import row_subject
 from trajlint.health.checks import ROW_CHECKS
 from trajlint.health.view import view_of
+from trajlint.read import native
 
 from .conftest import EXAMPLES, ROOT
 
@@ -167,7 +168,7 @@ def test_rows_outside_the_model_are_not_judged(core):
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.code)
 def test_catalog_examples(core, monkeypatch, entry):
     """A failing example's flagged rows are never judged; every judged row agrees with Python."""
-    monkeypatch.setenv("TRAJLINT_CORE", "off")
+    monkeypatch.setattr(native, "mode", lambda: "off")  # the mode is cached: never set it for the session
     monkeypatch.setenv("TRAJLINT_NO_CACHE", "1")
     for example in entry.examples:
         lines = _lines(example.jsonl)
