@@ -131,6 +131,24 @@ def test_every_judgement_is_pythons(core, generated):
     assert judged
 
 
+def test_the_engine_finds_nothing_on_judged_rows(core, generated, monkeypatch):
+    """End to end: the run's TL601-TL609 (not only the view) report nothing on a judged line."""
+    monkeypatch.setattr(native, "mode", lambda: "off")
+    monkeypatch.setenv("TRAJLINT_NO_CACHE", "1")
+    judged = 0
+    for path in _corpus(generated):
+        lines = path.read_bytes().split(b"\n")
+        if lines and not lines[-1]:
+            lines.pop()
+        report = api.check_rows(lines, select=CODES, isolated=True, max_row_bytes=256 * 1024 * 1024)
+        flagged = {finding.line for finding in report.findings if finding.code in CODES}
+        for number, raw in enumerate(lines, 1):
+            if raw.strip() and core.health_judgement(raw) is not None:
+                judged += 1
+                assert number not in flagged, f"{_name(path)}:{number}"
+    assert judged
+
+
 def _modelled(raw: bytes) -> bool:
     """A row whose build the judgement models: a stated trajectory NeMo Gym accepts whole, and
     observations (if any) it accepts whole."""
