@@ -183,6 +183,21 @@ def test_rows_outside_the_model_are_not_judged(core):
         assert core.health_judgement(raw) is None
 
 
+def test_counts_written_as_negative_zero_are_not_judged(core):
+    """`-0` is the integer 0 to orjson and the float -0.0 to the core: a count or status written
+    so is not judged."""
+    raw = next(raw for raw in _lines((EXAMPLES / "clean.jsonl").read_bytes()) if core.health_judgement(raw))
+    row = json.loads(raw)
+    for key in ("tokens_in", "tokens_out", "status_code"):
+        call = copy.deepcopy(row)
+        call["ng_model_call_capture"]["calls"][0][key] = "NEGATIVE_ZERO"
+        line = json.dumps(call).replace('"NEGATIVE_ZERO"', "-0").encode()
+        assert core.health_judgement(line) is None, key
+    usage = copy.deepcopy(row)
+    usage.setdefault("response", {}).setdefault("usage", {})["input_tokens"] = "NEGATIVE_ZERO"
+    assert core.health_judgement(json.dumps(usage).replace('"NEGATIVE_ZERO"', "-0").encode()) is None
+
+
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.code)
 def test_catalog_examples(core, monkeypatch, entry):
     """A failing example's flagged rows are never judged; every judged row agrees with Python."""

@@ -145,6 +145,15 @@ fn integer(value: Option<&Value>) -> Option<i128> {
         .or_else(|| value.as_u64().map(i128::from))
 }
 
+/// A `-0` or `-0.0`: serde_json reads both as the float -0.0, orjson reads `-0` as the integer
+/// 0, and the text no longer tells which the line wrote. A count or status read from such a
+/// value is not modelled.
+fn negative_zero(value: Option<&Value>) -> bool {
+    value
+        .and_then(Value::as_f64)
+        .is_some_and(|x| x == 0.0 && x.is_sign_negative())
+}
+
 /// Python truthiness of a JSON value.
 fn truthy(value: Option<&Value>) -> bool {
     match value {
@@ -365,6 +374,12 @@ fn stated_call(call: &Map<String, Value>) -> Option<Call<'_>> {
 /// not None wins.
 fn merge_captured<'a>(mut call: Call<'a>, raw: &'a Map<String, Value>) -> Option<Call<'a>> {
     let get = |key: &str| raw.get(key);
+    if ["status_code", "tokens_in", "tokens_out"]
+        .iter()
+        .any(|key| negative_zero(get(key)))
+    {
+        return None;
+    }
     if let Some(id) = string(get("model_call_id")) {
         call.model_call_id = Some(id);
     }
@@ -804,15 +819,19 @@ fn bind<'a>(ledger: &Ledger<'a>, keys: &[RefKey<'a>]) -> Bindings {
 }
 
 /// `_usage` of the row's `response`: the transcript's (prompt, completion) counts.
-fn transcript(row: &Map<String, Value>) -> (Option<u64>, Option<u64>) {
+/// None when a count is written as a negative zero (not modelled).
+fn transcript(row: &Map<String, Value>) -> Option<(Option<u64>, Option<u64>)> {
     let Some(usage) = object(row.get("response")).and_then(|r| object(r.get("usage"))) else {
-        return (None, None);
+        return Some((None, None));
     };
-    let pick = |first: &str, second: &str| count(usage.get(first).or_else(|| usage.get(second)));
-    (
-        pick("input_tokens", "prompt_tokens"),
-        pick("output_tokens", "completion_tokens"),
-    )
+    let pick = |first: &str, second: &str| {
+        let value = usage.get(first).or_else(|| usage.get(second));
+        (!negative_zero(value)).then(|| count(value))
+    };
+    Some((
+        pick("input_tokens", "prompt_tokens")?,
+        pick("output_tokens", "completion_tokens")?,
+    ))
 }
 
 /// `ended_on_failure` of one model's chain of calls (positions into `calls`).
@@ -833,7 +852,10 @@ fn chain_ended_on_failure(calls: &[Call<'_>], chain: &[usize]) -> bool {
             calls[a].started_at.unwrap_or(0.0),
             calls[b].started_at.unwrap_or(0.0),
         );
-        ta.total_cmp(&tb).then(a.cmp(&b))
+        // JSON holds no NaN; -0.0 equals 0.0, as in Python.
+        ta.partial_cmp(&tb)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.cmp(&b))
     });
     last.is_some_and(|i| calls[i].failed())
 }
@@ -936,7 +958,7 @@ pub fn judge(row: &Map<String, Value>) -> Option<Judgement> {
         Some(bind(&ledger, &all))
     };
     let owned = owned.as_ref().unwrap_or(&turn_bindings);
-    let usage = transcript(row);
+    let usage = transcript(row)?;
     let bound: HashSet<usize> = turn_bindings.matched.iter().copied().collect();
     let helpers: Vec<usize> = ledger
         .calls
