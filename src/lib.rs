@@ -68,6 +68,48 @@ fn clean_families(py: Python<'_>, line: &[u8], wanted: u32) -> u32 {
     py.allow_threads(|| row::parse(line).map_or(0, |row| row::clean_families(&row, wanted)))
 }
 
+/// The row's digest as a tuple of `trajlint.health.view.Digest`'s fields, in their order.
+type DigestTuple = (
+    u64,
+    u64,
+    bool,
+    Vec<(String, u64)>,
+    bool,
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    bool,
+);
+
+/// The health judgement of a line proved clean of TL601-TL609: (the unobserved checks, bit i
+/// for `ROW_CHECKS[i]`; the row's digest). None when the core proves less: what the
+/// differential tests compare with the Python health view.
+#[pyfunction]
+fn health_judgement(py: Python<'_>, line: &[u8]) -> Option<(u32, DigestTuple)> {
+    py.allow_threads(|| {
+        let judgement = families::health::judge(&row::parse(line)?)?;
+        let d = judgement.digest;
+        Some((
+            judgement.unobserved,
+            (
+                d.calls,
+                d.successful_turn_calls,
+                d.policy_calls_observed,
+                d.failed_by_status,
+                d.ended_on_error,
+                d.duplicated_calls,
+                d.transcript_prompt,
+                d.transcript_completion,
+                d.capture_prompt,
+                d.capture_completion,
+                d.stated_invalid,
+            ),
+        ))
+    })
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -80,6 +122,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("COUNTS", families::COUNTS)?;
     m.add("STRUCTURE", families::STRUCTURE)?;
     m.add("OWNERSHIP", families::OWNERSHIP)?;
+    m.add("HEALTH", families::HEALTH)?;
     m.add("PROVED", families::PROVED)?;
     m.add("GAPS", row::GAPS)?;
     m.add("STATED_ID", row::STATED_ID)?;
@@ -90,5 +133,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan_line, m)?)?;
     m.add_function(wrap_pyfunction!(check_row, m)?)?;
     m.add_function(wrap_pyfunction!(clean_families, m)?)?;
+    m.add_function(wrap_pyfunction!(health_judgement, m)?)?;
     Ok(())
 }

@@ -5,6 +5,7 @@
 use serde_json::{Map, Value};
 
 pub mod counts;
+pub mod health;
 pub mod ownership;
 pub mod schema;
 pub mod structure;
@@ -18,14 +19,18 @@ pub const STRUCTURE: u32 = 4;
 /// TL201-TL209: who owns each model call (the ownership ledger).
 pub const OWNERSHIP: u32 = 8;
 
+/// TL601-TL609: NeMo Gym's rollout health checks (and the row's health judgement).
+pub const HEALTH: u32 = 32;
+
 /// The families whose proof is written: `trajlint.check.fast` asks the core only about these.
 pub const PROVED: u32 = SCHEMA | COUNTS | STRUCTURE | OWNERSHIP;
 
 pub type Proof = fn(&Map<String, Value>) -> bool;
 
-pub const ALL: [(u32, Proof); 4] = [
+pub const ALL: [(u32, Proof); 5] = [
     (SCHEMA, schema::clean),
     (COUNTS, counts::clean),
     (STRUCTURE, structure::clean),
     (OWNERSHIP, ownership::clean),
+    (HEALTH, health::clean),
 ];

@@ -1,0 +1,1117 @@
+//! TL601-TL609: NeMo Gym 0.7.0's nine rollout health checks (`trajlint.health`), and the row's
+//! judgement the run's health report is made of: which checks are unobserved on the row, and the
+//! numbers of its `Digest` (`trajlint.health.view`).
+//!
+//! Modelled: rows whose build takes the stated trajectory's turns (an `ng_trajectory` object that
+//! NeMo Gym accepts whole: valid against its schema, its record invariants holding, no value its
+//! lax validation would coerce). Agent observations, when the row has them, must be accepted
+//! whole too and hold no compaction record (whose helper calls the transcript's usage counts);
+//! the invocations they add and the join of their references with the captured calls are
+//! modelled, and a join that records a reference gap is not. Every other row answers None and
+//! the Python path judges it.
+//!
+//! On such a row the build's calls are the stated calls, each merged with the captured call of
+//! its id, then the other captured calls (`build::ledger`); each call's metadata and token counts
+//! are read here as `project_call` and `merge_into` make them: the capture's value where it has
+//! one, else the stated one.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
+
+use jsonschema::{Registry, Validator};
+use serde_json::{json, Map, Value};
+
+use crate::build::ledger::{self, Kind, Ledger, RefKey, CAPTURE, OBSERVATIONS, STATED};
+use crate::families::schema::DOCUMENTS;
+
+/// Bits of `Judgement::unobserved`, in the order of `trajlint.health.checks.ROW_CHECKS`.
+pub const MISSING_TURNS: u32 = 1;
+pub const ENDED_ON_FAILURE: u32 = 1 << 1;
+pub const HOLLOW_TURN: u32 = 1 << 2;
+pub const ZERO_COMPLETION: u32 = 1 << 3;
+pub const MISSING_COUNTS: u32 = 1 << 4;
+pub const CAPTURE_MISMATCH: u32 = 1 << 5;
+pub const CALL_FAILED: u32 = 1 << 6;
+pub const TOKEN_MISMATCH: u32 = 1 << 7;
+pub const RUNAWAY: u32 = 1 << 8;
+
+/// `trajlint.health.view.Digest`, field for field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Digest {
+    pub calls: u64,
+    pub successful_turn_calls: u64,
+    pub policy_calls_observed: bool,
+    /// (str(status_code) or "unknown", failed calls), sorted by status.
+    pub failed_by_status: Vec<(String, u64)>,
+    pub ended_on_error: bool,
+    pub duplicated_calls: u64,
+    pub transcript_prompt: u64,
+    pub transcript_completion: u64,
+    pub capture_prompt: u64,
+    pub capture_completion: u64,
+    pub stated_invalid: bool,
+}
+
+/// What a row proved clean of TL601-TL609 gives the run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Judgement {
+    /// Bit i: `ROW_CHECKS[i]` is unobserved on the row.
+    pub unobserved: u32,
+    pub digest: Digest,
+}
+
+pub fn clean(row: &Map<String, Value>) -> bool {
+    judge(row).is_some()
+}
+
+// -- the schemas the build reads the stated trajectory and capture gaps with --------------------
+
+struct Schemas {
+    trajectory: Validator,
+    observations: Validator,
+    gap: Validator,
+}
+
+fn schemas() -> Option<&'static Schemas> {
+    static SCHEMAS: OnceLock<Option<Schemas>> = OnceLock::new();
+    SCHEMAS.get_or_init(make_schemas).as_ref()
+}
+
+/// As `trajlint.contract.validate` makes them for jsonschema-rs: the document itself, and a
+/// reference to a part of one, resolved in a registry of every packaged document, offline.
+fn make_schemas() -> Option<Schemas> {
+    let mut documents = Vec::new();
+    let mut trajectory = None;
+    let mut observations = None;
+    let mut common = None;
+    for (name, text) in DOCUMENTS {
+        let document: Value = serde_json::from_str(text).ok()?;
+        let uri = document.get("$id")?.as_str()?.to_owned();
+        match name {
+            "trajectory.schema.json" => trajectory = Some(document.clone()),
+            "agent-observations.schema.json" => observations = Some(document.clone()),
+            "common.schema.json" => common = Some(uri.clone()),
+            _ => {}
+        }
+        documents.push((uri, document));
+    }
+    let registry = Registry::new().extend(documents).ok()?.prepare().ok()?;
+    let build = |schema: &Value| {
+        jsonschema::options()
+            .with_registry(&registry)
+            .offline()
+            .build(schema)
+            .ok()
+    };
+    let gap = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$ref": format!("{}#/$defs/ObservationGap", common?),
+    });
+    Some(Schemas {
+        trajectory: build(&trajectory?)?,
+        observations: build(&observations?)?,
+        gap: build(&gap)?,
+    })
+}
+
+// -- values as Python reads them ------------------------------------------------------------------
+
+fn object(value: Option<&Value>) -> Option<&Map<String, Value>> {
+    value.and_then(Value::as_object)
+}
+
+fn list(value: Option<&Value>) -> &[Value] {
+    match value {
+        Some(Value::Array(items)) => items,
+        _ => &[],
+    }
+}
+
+fn string(value: Option<&Value>) -> Option<&str> {
+    value.and_then(Value::as_str)
+}
+
+/// `nonnegative_int`: a JSON integer >= 0.
+fn count(value: Option<&Value>) -> Option<u64> {
+    value.and_then(Value::as_u64)
+}
+
+/// A JSON integer (Python `type(v) is int`).
+fn integer(value: Option<&Value>) -> Option<i128> {
+    let value = value?;
+    value
+        .as_i64()
+        .map(i128::from)
+        .or_else(|| value.as_u64().map(i128::from))
+}
+
+/// A `-0` or `-0.0`: serde_json reads both as the float -0.0, orjson reads `-0` as the integer
+/// 0, and the text no longer tells which the line wrote. A count or status read from such a
+/// value is not modelled.
+fn negative_zero(value: Option<&Value>) -> bool {
+    value
+        .and_then(Value::as_f64)
+        .is_some_and(|x| x == 0.0 && x.is_sign_negative())
+}
+
+/// Python truthiness of a JSON value.
+fn truthy(value: Option<&Value>) -> bool {
+    match value {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Number(n)) => n.as_f64().is_some_and(|x| x != 0.0),
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(Value::Array(items)) => !items.is_empty(),
+        Some(Value::Object(map)) => !map.is_empty(),
+    }
+}
+
+/// Python `str.isspace` of one character: Unicode White_Space and the four separators
+/// U+001C-U+001F.
+fn py_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+// `trajlint.health.checks`: what a model said, and tool calls.
+const TOOL_CALL_TYPES: [&str; 13] = [
+    "function_call",
+    "tool_call",
+    "tool_use",
+    "mcp_call",
+    "mcp_list_tools",
+    "mcp_approval_request",
+    "file_search_call",
+    "web_search_call",
+    "computer_call",
+    "image_generation_call",
+    "code_interpreter_call",
+    "local_shell_call",
+    "custom_tool_call",
+];
+const SAYING_KEYS: [&str; 9] = [
+    "text",
+    "content",
+    "output_text",
+    "answer",
+    "refusal",
+    "encrypted_content",
+    "reasoning",
+    "reasoning_content",
+    "summary",
+];
+
+/// `says_something`: text anywhere through the keys that carry it; `thinking` adds Anthropic's
+/// `thinking` key and a `redacted_thinking` block's data.
+fn says_something(value: Option<&Value>, thinking: bool) -> bool {
+    let mut stack: Vec<&Value> = value.into_iter().collect();
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::String(text) if !text.chars().all(py_space) => return true,
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => {
+                if thinking && map.get("type").and_then(Value::as_str) == Some("redacted_thinking")
+                {
+                    stack.extend(map.get("data"));
+                }
+                for key in SAYING_KEYS {
+                    stack.extend(map.get(key));
+                }
+                if thinking {
+                    stack.extend(map.get("thinking"));
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+fn has_tool_call(value: Option<&Value>) -> bool {
+    let mut stack: Vec<&Value> = value.into_iter().collect();
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => {
+                let typed = map
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .is_some_and(|kind| TOOL_CALL_TYPES.contains(&kind));
+                if typed || truthy(map.get("tool_calls")) {
+                    return true;
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+fn response_has_content(response: Option<&Value>) -> bool {
+    let Some(Value::Object(response)) = response else {
+        return false;
+    };
+    if ["output_text", "content", "output"]
+        .iter()
+        .any(|key| says_something(response.get(*key), false))
+    {
+        return true;
+    }
+    // `response.get("choices") or ()`: a value that is no list is iterated by Python; a truthy
+    // string or object is not modelled.
+    let choices = match response.get("choices") {
+        Some(Value::Array(items)) => items.as_slice(),
+        other if !truthy(other) => &[],
+        _ => return true, // not modelled: refuse through the caller
+    };
+    for choice in choices.iter().filter_map(Value::as_object) {
+        let message = choice.get("message");
+        let content = match message {
+            Some(Value::Object(m)) => m.get("content"),
+            other => other,
+        };
+        if says_something(choice.get("text"), false) || says_something(content, false) {
+            return true;
+        }
+    }
+    false
+}
+
+/// A response whose `choices` `response_has_content` does not model.
+fn odd_choices(response: Option<&Value>) -> bool {
+    match response {
+        Some(Value::Object(r)) => {
+            let choices = r.get("choices");
+            !matches!(choices, Some(Value::Array(_))) && truthy(choices)
+        }
+        _ => false,
+    }
+}
+
+// -- the build's calls ----------------------------------------------------------------------------
+
+const FAILED_RESPONSE_STATUSES: [&str; 3] = ["failed", "error", "cancelled"];
+const LENGTH_LIMITS: [&str; 3] = ["length", "max_output_tokens", "max_tokens"];
+
+/// One call of the build, as `merge_into(canonical.model_call(stated), project_call(captured))`
+/// (or either alone) holds it, in the fields the checks read.
+#[derive(Default)]
+struct Call<'a> {
+    model_call_id: Option<&'a str>,
+    /// None: null. A number exactly representable as f64 (else the row is refused).
+    started_at: Option<f64>,
+    response: Option<&'a Value>,
+    status_code: Option<i128>,
+    response_status: Option<&'a str>,
+    error_category: Option<&'a str>,
+    finish_reason: Option<&'a str>,
+    response_id: Option<&'a str>,
+    model_ref: Option<(&'a str, &'a str)>,
+    prompt: Option<u64>,
+    completion: Option<u64>,
+}
+
+impl Call<'_> {
+    fn failed(&self) -> bool {
+        self.status_code.is_some_and(|s| s >= 400)
+            || self.error_category.is_some_and(|c| !c.is_empty())
+            || self
+                .response_status
+                .is_some_and(|s| FAILED_RESPONSE_STATUSES.contains(&s))
+    }
+
+    fn successful(&self) -> bool {
+        !self.failed() && self.status_code.is_none_or(|s| (200..400).contains(&s))
+    }
+
+    /// `_call_identity`.
+    fn identity(&self) -> Option<String> {
+        if let Some(id) = self.model_call_id.filter(|id| !id.is_empty()) {
+            return Some(format!("call:{id}"));
+        }
+        let response_id = self.response_id.filter(|id| !id.is_empty())?;
+        Some(match self.model_ref {
+            Some((kind, name)) => format!("response:{kind}:{name}:{response_id}"),
+            None => format!("response::{response_id}"),
+        })
+    }
+}
+
+/// A time as Python compares it, when f64 holds it exactly.
+fn time(value: &Value) -> Option<f64> {
+    if let Some(x) = value.as_i64() {
+        return (x.unsigned_abs() <= 1 << 53).then_some(x as f64);
+    }
+    if let Some(x) = value.as_u64() {
+        return (x <= 1 << 53).then_some(x as f64);
+    }
+    value.as_f64()
+}
+
+/// The stated call's fields (`canonical.model_call` of a call proved valid by the ledger).
+fn stated_call(call: &Map<String, Value>) -> Option<Call<'_>> {
+    let meta = object(call.get("response_metadata"));
+    let get = |key: &str| meta.and_then(|m| m.get(key)).filter(|v| !v.is_null());
+    let tokens = object(call.get("token_stats"));
+    Some(Call {
+        model_call_id: string(call.get("model_call_id")),
+        started_at: match call.get("started_at").filter(|v| !v.is_null()) {
+            Some(v) => Some(time(v)?),
+            None => None,
+        },
+        response: call.get("response").filter(|v| !v.is_null()),
+        status_code: integer(get("status_code")),
+        response_status: string(get("response_status")),
+        error_category: string(get("error_category")),
+        finish_reason: string(get("finish_reason")),
+        response_id: string(get("response_id")),
+        model_ref: ledger::server_key(get("model_ref")),
+        prompt: count(tokens.and_then(|t| t.get("prompt_tokens"))),
+        completion: count(tokens.and_then(|t| t.get("completion_tokens"))),
+    })
+}
+
+/// `project_call` merged over `base` (the stated call, or nothing): each projected value that is
+/// not None wins.
+fn merge_captured<'a>(mut call: Call<'a>, raw: &'a Map<String, Value>) -> Option<Call<'a>> {
+    let get = |key: &str| raw.get(key);
+    if ["status_code", "tokens_in", "tokens_out"]
+        .iter()
+        .any(|key| negative_zero(get(key)))
+    {
+        return None;
+    }
+    if let Some(id) = string(get("model_call_id")) {
+        call.model_call_id = Some(id);
+    }
+    if let Some(v) = get("started_at").filter(|v| v.is_number()) {
+        call.started_at = Some(time(v)?);
+    }
+    let response = get("response").filter(|v| !v.is_null());
+    if let Some(r) = response.or_else(|| get("response_raw").filter(|v| !v.is_null())) {
+        call.response = Some(r);
+    }
+    if let Some(s) = integer(get("status_code")) {
+        call.status_code = Some(s);
+    }
+    let status = string(get("response_status"))
+        .or_else(|| response.and_then(|r| string(r.as_object()?.get("status"))));
+    if let Some(s) = status {
+        call.response_status = Some(s);
+    }
+    if let Some(c) = string(get("error_category")) {
+        call.error_category = Some(c);
+    }
+    if let Some(f) = string(get("finish_reason")) {
+        call.finish_reason = Some(f);
+    }
+    if let Some(r) = string(get("response_id")) {
+        call.response_id = Some(r);
+    }
+    let model_ref = object(get("model_ref")).filter(|r| {
+        r.get("type").and_then(Value::as_str) == Some("responses_api_models")
+            && r.get("name").is_some_and(Value::is_string)
+    });
+    if let Some(r) = model_ref {
+        call.model_ref = Some(("responses_api_models", r.get("name")?.as_str()?));
+    }
+    if let Some(n) = count(get("tokens_in")) {
+        call.prompt = Some(n);
+    }
+    if let Some(n) = count(get("tokens_out")) {
+        call.completion = Some(n);
+    }
+    Some(call)
+}
+
+fn build_calls<'a>(row: &'a Map<String, Value>, ledger: &Ledger<'a>) -> Option<Vec<Call<'a>>> {
+    let stated = object(row.get(STATED)).map(|s| list(s.get("model_calls")));
+    let captured = object(row.get(CAPTURE)).map(|c| list(c.get("calls")));
+    let mut calls = Vec::with_capacity(ledger.calls.len());
+    for entry in &ledger.calls {
+        let mut call = match entry.stated {
+            Some(i) => stated_call(stated?.get(i)?.as_object()?)?,
+            None => Call::default(),
+        };
+        if let Some(k) = entry.capture {
+            call = merge_captured(call, captured?.get(k)?.as_object()?)?;
+        }
+        calls.push(call);
+    }
+    Some(calls)
+}
+
+// -- the stated trajectory ------------------------------------------------------------------------
+
+/// Scalars NeMo Gym's lax validation would coerce (`trajlint.contract.lax.SCALARS`, the stated
+/// trajectory's models): (part, fields that must be integers, fields that must be numbers,
+/// fields that must be booleans).
+type Fields = (
+    &'static [&'static str],
+    &'static [&'static str],
+    &'static [&'static str],
+);
+const INVOCATION: Fields = (&[], &["duration_ms"], &[]);
+const TURN: Fields = (&["turn_no", "step_count"], &["timestamp"], &["resolved"]);
+const MODEL_CALL: Fields = (&[], &["started_at", "completed_at", "duration_ms"], &[]);
+const METADATA: Fields = (
+    &["status_code", "upstream_status_code"],
+    &["latency_ttft_ms"],
+    &["upstream_attempted"],
+);
+const TOKEN_STATS: Fields = (
+    &[
+        "prompt_tokens",
+        "completion_tokens",
+        "reasoning_tokens",
+        "total_tokens",
+        "cached_tokens",
+    ],
+    &[],
+    &[],
+);
+const TOOL_CALL: Fields = (&[], &["started_at", "completed_at", "duration_ms"], &[]);
+
+const TOOL_OBSERVATION: Fields = (&[], &["started_at", "completed_at", "duration_ms"], &[]);
+const COMPACTION: Fields = (&["tokens_before", "tokens_after"], &["observed_at"], &[]);
+const SANDBOX: Fields = (
+    &["exit_code"],
+    &["wall_time_s", "cpu_time_s", "peak_memory_mib"],
+    &[],
+);
+
+fn written(item: &Map<String, Value>, (integers, numbers, booleans): Fields) -> bool {
+    let ok = |names: &[&str], is: fn(&Value) -> bool| {
+        names
+            .iter()
+            .all(|name| item.get(*name).is_none_or(|v| v.is_null() || is(v)))
+    };
+    ok(integers, |v| v.is_i64() || v.is_u64())
+        && ok(numbers, Value::is_number)
+        && ok(booleans, Value::is_boolean)
+}
+
+fn as_written(stated: &Map<String, Value>) -> bool {
+    let items = |part: &str| list(stated.get(part)).iter().filter_map(Value::as_object);
+    items("invocations").all(|i| written(i, INVOCATION))
+        && items("turns").all(|t| written(t, TURN))
+        && items("tool_calls").all(|t| written(t, TOOL_CALL))
+        && items("model_calls").all(|c| {
+            written(c, MODEL_CALL)
+                && object(c.get("response_metadata")).is_none_or(|m| written(m, METADATA))
+                && object(c.get("token_stats")).is_none_or(|t| written(t, TOKEN_STATS))
+        })
+}
+
+/// A string or null, as a key Python compares; None for any other value (not modelled).
+fn text_key(value: Option<&Value>) -> Option<Option<&str>> {
+    match value {
+        None | Some(Value::Null) => Some(None),
+        Some(Value::String(s)) => Some(Some(s)),
+        _ => None,
+    }
+}
+
+/// `_record_invariants_hold`; None when a value it compares is not modelled.
+fn invariants_hold(stated: &Map<String, Value>) -> Option<bool> {
+    let objects = |part: &str| -> Option<Vec<&Map<String, Value>>> {
+        match stated.get(part) {
+            None => Some(Vec::new()),
+            Some(Value::Array(items)) => Some(items.iter().filter_map(Value::as_object).collect()),
+            _ => None,
+        }
+    };
+    let mut invocations = HashSet::new();
+    for inv in objects("invocations")? {
+        if !invocations.insert(text_key(inv.get("invocation_id"))?) {
+            return Some(false);
+        }
+    }
+    let mut ids = HashSet::new();
+    for call in objects("model_calls")? {
+        if let Some(id) = text_key(call.get("model_call_id"))?.filter(|id| !id.is_empty()) {
+            if !ids.insert(id) {
+                return Some(false);
+            }
+        }
+    }
+    let identity = (
+        text_key(stated.get("task_id"))?,
+        text_key(stated.get("rollout_id"))?,
+    );
+    let mut keys = HashSet::new();
+    for turn in objects("turns")? {
+        let turn_no = match turn.get("turn_no") {
+            None | Some(Value::Null) => None,
+            other => Some(integer(other)?),
+        };
+        if !keys.insert((text_key(turn.get("invocation_id"))?, turn_no)) {
+            return Some(false);
+        }
+        let own = (
+            text_key(turn.get("task_id"))?,
+            text_key(turn.get("rollout_id"))?,
+        );
+        if own != identity {
+            return Some(false);
+        }
+    }
+    Some(true)
+}
+
+// -- the agent observations ---------------------------------------------------------------------
+
+/// What the observations add to the build the view reads: the invocations they add (those the
+/// stated trajectory does not hold), each with its references, and the gap codes they carry.
+struct Observed<'a> {
+    references: Vec<RefKey<'a>>,
+    codes: Vec<&'a str>,
+}
+
+/// `_bundle_invariants_hold` over agent invocation records: unique ids and no parent cycle.
+/// None when an id is not modelled.
+fn bundle_invariants_hold(records: &[&Map<String, Value>]) -> Option<bool> {
+    let mut parents: HashMap<Option<&str>, Option<&str>> = HashMap::new();
+    let mut order = Vec::new();
+    for record in records {
+        if string(record.get("kind")) != Some("agent_invocation") {
+            continue;
+        }
+        let id = text_key(record.get("invocation_id"))?;
+        let parent = text_key(record.get("parent_invocation_id"))?;
+        if parents.insert(id, parent).is_some() {
+            return Some(false);
+        }
+        order.push(id);
+    }
+    let mut cleared = HashSet::new();
+    for start in order {
+        let mut seen = HashSet::new();
+        let mut node = start;
+        while let Some(id) = node.filter(|n| !cleared.contains(n)) {
+            let Some(parent) = parents.get(&Some(id)) else {
+                break;
+            };
+            if !seen.insert(id) {
+                return Some(false);
+            }
+            node = *parent;
+        }
+        cleared.extend(seen);
+    }
+    Some(true)
+}
+
+/// The observations' part of the build (`take_observations` and `join`), for a bundle NeMo Gym
+/// accepts whole with no compaction record; None for any other bundle, and when the join would
+/// record a reference gap (`trajectory-capture-mismatch` reports it, or the row is not judged).
+fn observed<'a>(
+    row: &'a Map<String, Value>,
+    bundle: &'a Value,
+    stated: &'a Map<String, Value>,
+    ledger: &Ledger<'a>,
+    schemas: &Schemas,
+) -> Option<Observed<'a>> {
+    let section = bundle.as_object()?;
+    let records: Vec<&Map<String, Value>> = match section.get("records") {
+        None => Vec::new(),
+        Some(Value::Array(items)) => items.iter().map(Value::as_object).collect::<Option<_>>()?,
+        _ => return None,
+    };
+    for record in &records {
+        let fields = match string(record.get("kind"))? {
+            "agent_invocation" => INVOCATION,
+            "tool_call" => TOOL_OBSERVATION,
+            "sandbox" => SANDBOX,
+            "context_compaction" => COMPACTION,
+            _ => return None,
+        };
+        if !written(record, fields) {
+            return None;
+        }
+    }
+    if !schemas.observations.is_valid(bundle) || !bundle_invariants_hold(&records)? {
+        return None;
+    }
+    let joined = object(row.get(CAPTURE)).is_some();
+    let mut codes = Vec::new();
+    for gap in list(section.get("gaps")) {
+        let code = string(gap.as_object()?.get("code"))?;
+        if !(joined && REFERENCE_GAPS.contains(&code)) {
+            codes.push(code); // a capture present rejoins the calls: the join writes its own
+        }
+    }
+    let known: HashSet<Option<&str>> = list(stated.get("invocations"))
+        .iter()
+        .filter_map(Value::as_object)
+        .map(|inv| string(inv.get("invocation_id")))
+        .collect();
+    // The calls each client session names, in order (`_sessions`).
+    let captured = object(row.get(CAPTURE)).map(|c| list(c.get("calls")));
+    let mut sessions: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (position, entry) in ledger.calls.iter().enumerate() {
+        let raw = entry.capture.and_then(|k| captured?.get(k)?.as_object());
+        if let Some(session) = raw.and_then(|raw| string(raw.get("client_session_id"))) {
+            sessions.entry(session).or_default().push(position);
+        }
+    }
+    // The join matches references among the captured calls only.
+    let matches = |key: Option<RefKey<'a>>| -> Vec<usize> {
+        ledger
+            .index
+            .matches(key)
+            .unwrap_or(&[])
+            .iter()
+            .copied()
+            .filter(|&i| ledger.calls[i].capture.is_some())
+            .collect()
+    };
+    let mut owned: HashMap<usize, Option<&str>> = HashMap::new();
+    let mut references = Vec::new();
+    for record in records
+        .iter()
+        .filter(|r| string(r.get("kind")) == Some("agent_invocation"))
+    {
+        let owner = string(record.get("invocation_id"));
+        let added = !known.contains(&owner);
+        let mut keys: Vec<Option<RefKey<'a>>> = list(record.get("model_calls"))
+            .iter()
+            .filter(|r| r.is_object())
+            .map(ledger::ref_key)
+            .collect();
+        if !joined {
+            if added {
+                references.extend(keys.into_iter().flatten());
+            }
+            continue;
+        }
+        let mut referenced: HashSet<usize> = keys.iter().flat_map(|k| matches(*k)).collect();
+        for &position in owner
+            .and_then(|o| sessions.get(o))
+            .map_or(&[][..], Vec::as_slice)
+        {
+            let entry = &ledger.calls[position];
+            if let Some(id) = entry.model_call_id {
+                if !referenced.contains(&position) {
+                    let key = Some(RefKey {
+                        call_id: Some(id),
+                        server: None,
+                        response_id: None,
+                    });
+                    keys.push(key);
+                    referenced.extend(matches(key));
+                }
+            }
+        }
+        for key in keys {
+            let [one] = matches(key)[..] else {
+                return None; // model_call_reference_unmatched or _ambiguous
+            };
+            if owned.insert(one, owner).is_some() {
+                return None; // model_call_reference_conflict
+            }
+            if added {
+                // The join rewrites the reference to the call it resolves to.
+                let entry = &ledger.calls[one];
+                references.push(RefKey {
+                    call_id: entry.model_call_id,
+                    server: entry.server,
+                    response_id: entry.response_id,
+                });
+            }
+        }
+    }
+    if joined {
+        // A compaction's references: each must name one captured call, owned by no other
+        // invocation (else the join records a reference gap).
+        for record in records
+            .iter()
+            .filter(|r| string(r.get("kind")) == Some("context_compaction"))
+        {
+            let owner = string(record.get("invocation_id"));
+            let helpers = match record.get("model_calls") {
+                None | Some(Value::Null) => &[][..],
+                Some(Value::Array(items)) => items.as_slice(),
+                _ => return None,
+            };
+            let markers = ["before_model_call", "after_model_call"]
+                .into_iter()
+                .filter_map(|name| record.get(name).filter(|r| !r.is_null()));
+            for reference in helpers.iter().chain(markers) {
+                let [one] = matches(ledger::ref_key(reference))[..] else {
+                    return None;
+                };
+                if owned.get(&one).is_some_and(|o| *o != owner) {
+                    return None;
+                }
+            }
+        }
+    }
+    Some(Observed { references, codes })
+}
+
+// -- the view -------------------------------------------------------------------------------------
+
+const REFERENCE_GAPS: [&str; 3] = [
+    "model_call_reference_unmatched",
+    "model_call_reference_ambiguous",
+    "model_call_reference_conflict",
+];
+const INCOMPLETE_CALL_GAPS: [&str; 4] = [
+    "model_calls_unavailable",
+    "model_call_capture_incomplete",
+    "model_call_capture_records_unreadable",
+    "model_call_capture_unreadable",
+];
+
+/// References (deduplicated) and the calls they resolve to.
+#[derive(Default)]
+struct Bindings {
+    references: usize,
+    matched: Vec<usize>,
+    missing: usize,
+    duplicated: usize,
+}
+
+impl Bindings {
+    fn complete(&self) -> bool {
+        self.references > 0 && self.missing == 0 && self.duplicated == 0
+    }
+}
+
+/// `_refs`: the usable references of the items' `model_calls`, each form once.
+fn refs<'a>(
+    items: &[&'a Map<String, Value>],
+    seen: &mut HashSet<RefKey<'a>>,
+    out: &mut Vec<RefKey<'a>>,
+) {
+    for item in items {
+        for reference in list(item.get("model_calls")) {
+            let Some(key) = ledger::ref_key(reference) else {
+                continue;
+            };
+            let usable =
+                key.call_id.is_some() || (key.server.is_some() && key.response_id.is_some());
+            if usable && seen.insert(key) {
+                out.push(key);
+            }
+        }
+    }
+}
+
+fn bind<'a>(ledger: &Ledger<'a>, keys: &[RefKey<'a>]) -> Bindings {
+    let mut bindings = Bindings {
+        references: keys.len(),
+        ..Bindings::default()
+    };
+    let mut matched = HashSet::new();
+    for key in keys {
+        match ledger.index.matches(Some(*key)).unwrap_or(&[]) {
+            [] => bindings.missing += 1,
+            [one] => {
+                matched.insert(*one);
+            }
+            _ => bindings.duplicated += 1,
+        }
+    }
+    bindings.matched = matched.into_iter().collect();
+    bindings.matched.sort_unstable();
+    bindings
+}
+
+/// `_usage` of the row's `response`: the transcript's (prompt, completion) counts.
+/// None when a count is written as a negative zero (not modelled).
+fn transcript(row: &Map<String, Value>) -> Option<(Option<u64>, Option<u64>)> {
+    let Some(usage) = object(row.get("response")).and_then(|r| object(r.get("usage"))) else {
+        return Some((None, None));
+    };
+    let pick = |first: &str, second: &str| {
+        let value = usage.get(first).or_else(|| usage.get(second));
+        (!negative_zero(value)).then(|| count(value))
+    };
+    Some((
+        pick("input_tokens", "prompt_tokens")?,
+        pick("output_tokens", "completion_tokens")?,
+    ))
+}
+
+/// `ended_on_failure` of one model's chain of calls (positions into `calls`).
+fn chain_ended_on_failure(calls: &[Call<'_>], chain: &[usize]) -> bool {
+    let failed = chain.iter().filter(|&&i| calls[i].failed()).count();
+    if failed == 0 {
+        return false;
+    }
+    if failed == chain.len() {
+        return true;
+    }
+    if chain.iter().any(|&i| calls[i].started_at.is_none()) {
+        return false;
+    }
+    // The last of `sorted(chain, key=(started_at or 0.0, position))`.
+    let last = chain.iter().copied().max_by(|&a, &b| {
+        let (ta, tb) = (
+            calls[a].started_at.unwrap_or(0.0),
+            calls[b].started_at.unwrap_or(0.0),
+        );
+        // JSON holds no NaN; -0.0 equals 0.0, as in Python.
+        ta.partial_cmp(&tb)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.cmp(&b))
+    });
+    last.is_some_and(|i| calls[i].failed())
+}
+
+/// The row's judgement: Some only when Python finds no finding of TL601-TL609 on it.
+pub fn judge(row: &Map<String, Value>) -> Option<Judgement> {
+    let stated_value = row.get(STATED)?;
+    let stated = stated_value.as_object()?;
+    let schemas = schemas()?;
+    if !as_written(stated)
+        || !invariants_hold(stated)?
+        || !schemas.trajectory.is_valid(stated_value)
+    {
+        return None;
+    }
+    let ledger = ledger::build(row)?;
+    let calls = build_calls(row, &ledger)?;
+    let observed = match row.get(OBSERVATIONS).filter(|b| b.is_object()) {
+        Some(bundle) => observed(row, bundle, stated, &ledger, schemas)?,
+        None => Observed {
+            references: Vec::new(),
+            codes: Vec::new(),
+        },
+    };
+
+    // The build's gap codes, of those the view reads.
+    let mut codes: HashSet<&str> = HashSet::new();
+    let mut reference_gaps = 0usize;
+    let stated_gaps = list(stated.get("gaps")).iter().filter_map(Value::as_object);
+    let capture = row.get(CAPTURE);
+    let capture_gaps = object(capture)
+        .map(|c| list(c.get("gaps")))
+        .unwrap_or(&[])
+        .iter()
+        .filter(|gap| gap.is_object());
+    for gap in capture_gaps {
+        if !schemas.gap.is_valid(gap) {
+            continue; // `model_call_capture_gap_invalid`, which no check reads
+        }
+        codes.insert(string(gap.get("code"))?);
+        reference_gaps += REFERENCE_GAPS.contains(&string(gap.get("code"))?) as usize;
+    }
+    for gap in stated_gaps {
+        let code = string(gap.get("code"))?;
+        codes.insert(code);
+        reference_gaps += REFERENCE_GAPS.contains(&code) as usize;
+    }
+    for code in &observed.codes {
+        codes.insert(code);
+        reference_gaps += REFERENCE_GAPS.contains(code) as usize;
+    }
+    if calls.is_empty() {
+        codes.insert("model_calls_unavailable");
+    }
+
+    let turns: Vec<&Map<String, Value>> = list(stated.get("turns"))
+        .iter()
+        .filter_map(Value::as_object)
+        .collect();
+    let invocations: Vec<&Map<String, Value>> = list(stated.get("invocations"))
+        .iter()
+        .filter_map(Value::as_object)
+        .collect();
+
+    let turns_observed = !turns.is_empty() || !codes.contains("turns_unavailable");
+    let incomplete: Vec<&str> = INCOMPLETE_CALL_GAPS
+        .iter()
+        .copied()
+        .filter(|c| codes.contains(c))
+        .collect();
+    let capture_damaged = match capture {
+        None | Some(Value::Null) => false,
+        Some(Value::Object(c)) => match c.get("calls") {
+            Some(Value::Array(items)) => !items.iter().all(Value::is_object),
+            _ => true,
+        },
+        Some(_) => true,
+    };
+    let calls_observed =
+        incomplete.is_empty() || (incomplete == ["model_calls_unavailable"] && capture_damaged);
+    let scope_complete = !codes.contains("turn_model_call_scope_incomplete");
+
+    let mut seen = HashSet::new();
+    let mut turn_keys = Vec::new();
+    refs(&turns, &mut seen, &mut turn_keys);
+    let turn_bindings = bind(&ledger, &turn_keys);
+    let mut invocation_keys = Vec::new();
+    refs(&invocations, &mut seen, &mut invocation_keys);
+    for key in observed.references {
+        let usable = key.call_id.is_some() || (key.server.is_some() && key.response_id.is_some());
+        if usable && seen.insert(key) {
+            invocation_keys.push(key);
+        }
+    }
+    let owned = if invocation_keys.is_empty() {
+        None
+    } else {
+        let mut all = turn_keys.clone();
+        all.extend(invocation_keys);
+        Some(bind(&ledger, &all))
+    };
+    let owned = owned.as_ref().unwrap_or(&turn_bindings);
+    let usage = transcript(row)?;
+    let bound: HashSet<usize> = turn_bindings.matched.iter().copied().collect();
+    let helpers: Vec<usize> = ledger
+        .calls
+        .iter()
+        .enumerate()
+        .filter(|(i, e)| {
+            !bound.contains(i) && e.claimed_as(Kind::Compaction) && !e.claimed_as(Kind::Verifier)
+        })
+        .map(|(i, _)| i)
+        .collect();
+    let mut spending: Vec<usize> = turn_bindings
+        .matched
+        .iter()
+        .copied()
+        .chain(helpers)
+        .collect();
+    spending.sort_unstable();
+
+    // Evidence.
+    let model_calls = calls_observed && !calls.is_empty();
+    let call_references = owned.references > 0 || reference_gaps > 0;
+    let owned_calls = !owned.matched.is_empty();
+    let turn_usage = !turn_bindings.matched.is_empty()
+        && scope_complete
+        && turn_bindings.complete()
+        && usage.0.is_some()
+        && usage.1.is_some()
+        && spending
+            .iter()
+            .all(|&i| calls[i].prompt.is_some() && calls[i].completion.is_some());
+    let kept_responses = !owned.matched.iter().any(|&i| {
+        calls[i].response.is_none()
+            && calls[i]
+                .finish_reason
+                .is_some_and(|r| LENGTH_LIMITS.contains(&r))
+    });
+
+    // The calls per model they went to (`HealthView.chains`).
+    let mut chains: HashMap<Option<ledger::Server>, Vec<usize>> = HashMap::new();
+    for (position, call) in calls.iter().enumerate() {
+        chains.entry(call.model_ref).or_default().push(position);
+    }
+    let any_failed = calls.iter().any(Call::failed);
+    let ended_on_error = any_failed
+        && chains
+            .iter()
+            .any(|(_, chain)| chain_ended_on_failure(&calls, chain));
+
+    // The checks, in `ROW_CHECKS` order: a finding refuses the row.
+    let mut unobserved = 0;
+    let checks: [(u32, bool); 9] = [
+        (MISSING_TURNS, turns_observed),
+        (ENDED_ON_FAILURE, model_calls),
+        (HOLLOW_TURN, turns_observed),
+        (ZERO_COMPLETION, calls_observed && owned_calls),
+        (MISSING_COUNTS, calls_observed && owned_calls),
+        (CAPTURE_MISMATCH, calls_observed && call_references),
+        (CALL_FAILED, calls_observed && owned_calls),
+        (TOKEN_MISMATCH, calls_observed && turn_usage),
+        (RUNAWAY, calls_observed && owned_calls && kept_responses),
+    ];
+    for (check, observed) in checks {
+        if !observed {
+            unobserved |= check;
+            continue;
+        }
+        let found = match check {
+            MISSING_TURNS => !turns.iter().any(|turn| {
+                let usable = list(turn.get("model_calls")).iter().any(|r| {
+                    ledger::ref_key(r).is_some_and(|k| {
+                        k.call_id.is_some() || (k.server.is_some() && k.response_id.is_some())
+                    })
+                });
+                usable || turn_says_something(turn)
+            }),
+            ENDED_ON_FAILURE => ended_on_error,
+            HOLLOW_TURN => !turns.iter().all(|turn| turn_says_something(turn)),
+            ZERO_COMPLETION => owned
+                .matched
+                .iter()
+                .any(|&i| calls[i].completion == Some(0)),
+            MISSING_COUNTS => owned
+                .matched
+                .iter()
+                .any(|&i| calls[i].prompt.is_none() || calls[i].completion.is_none()),
+            CAPTURE_MISMATCH => owned.missing + owned.duplicated + reference_gaps > 0,
+            CALL_FAILED => owned.matched.iter().any(|&i| calls[i].failed()),
+            TOKEN_MISMATCH => {
+                let mut sums = (0u64, 0u64);
+                for &i in &spending {
+                    sums.0 = sums.0.checked_add(calls[i].prompt.unwrap_or(0))?;
+                    sums.1 = sums.1.checked_add(calls[i].completion.unwrap_or(0))?;
+                }
+                usage != (Some(sums.0), Some(sums.1))
+            }
+            _ => owned.matched.iter().any(|&i| {
+                let call = &calls[i];
+                if odd_choices(call.response) {
+                    return true; // not modelled: refuse the row
+                }
+                call.finish_reason
+                    .is_some_and(|r| LENGTH_LIMITS.contains(&r))
+                    && !response_has_content(call.response)
+            }),
+        };
+        if found {
+            return None;
+        }
+    }
+
+    // The digest.
+    let mut failed: HashMap<String, u64> = HashMap::new();
+    let mut identities = HashSet::new();
+    let (mut duplicated, mut prompt_sum, mut completion_sum) = (0u64, 0u64, 0u64);
+    for call in &calls {
+        if call.failed() {
+            let key = call
+                .status_code
+                .map_or_else(|| "unknown".to_owned(), |s| s.to_string());
+            *failed.entry(key).or_default() += 1;
+        }
+        if let Some(identity) = call.identity() {
+            duplicated += u64::from(!identities.insert(identity));
+        }
+        prompt_sum = prompt_sum.checked_add(call.prompt.unwrap_or(0))?;
+        completion_sum = completion_sum.checked_add(call.completion.unwrap_or(0))?;
+    }
+    let mut failed_by_status: Vec<(String, u64)> = failed.into_iter().collect();
+    failed_by_status.sort();
+    let digest = Digest {
+        calls: calls.len() as u64,
+        successful_turn_calls: turn_bindings
+            .matched
+            .iter()
+            .filter(|&&i| calls[i].successful())
+            .count() as u64,
+        policy_calls_observed: scope_complete && turn_bindings.complete(),
+        failed_by_status,
+        ended_on_error,
+        duplicated_calls: duplicated,
+        transcript_prompt: usage.0.unwrap_or(0),
+        transcript_completion: usage.1.unwrap_or(0),
+        capture_prompt: prompt_sum,
+        capture_completion: completion_sum,
+        stated_invalid: false,
+    };
+    Some(Judgement { unobserved, digest })
+}
+
+/// `turn_says_something` of a recorded turn: its own message, reasoning or tool call.
+fn turn_says_something(turn: &Map<String, Value>) -> bool {
+    let answer = turn.get("answer");
+    says_something(answer, true)
+        || says_something(turn.get("reasoning_content"), true)
+        || has_tool_call(answer)
+}
