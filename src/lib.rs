@@ -27,14 +27,14 @@ type Proof = (
     u32,
     Vec<(&'static str, String)>,
     Vec<(&'static str, &'static str, String)>,
-    Option<(u32, Vec<u8>)>,
+    Option<(u32, DigestTuple)>,
 );
 
 /// A line proved clean of every family in `wanted`, with the parts of `row::EXTRACTS` that
-/// `extracts` asks for. None when the core proves less, or cannot hand back the identity or a
-/// part exactly: the Python path then checks the line. With `judge`, a line is proved only with
-/// its health judgement, which the core does not give yet: the health report's runs go the
-/// Python way.
+/// `extracts` asks for and, with `judge`, its health judgement (a line is then proved only when
+/// the core judges it, which proves it clean of the health family too). None when the core
+/// proves less, or cannot hand back the identity or a part exactly: the Python path then checks
+/// the line.
 #[pyfunction]
 #[pyo3(signature = (line, wanted, extracts=0, judge=false))]
 fn check_row(
@@ -44,19 +44,23 @@ fn check_row(
     extracts: u32,
     judge: bool,
 ) -> Option<Proof> {
-    if judge {
-        return None;
-    }
     py.allow_threads(|| {
         let row = row::parse(line)?;
-        if row::clean_families(&row, wanted) != wanted {
+        // The health family's proof is its judgement: made once, whether asked for or proved.
+        let others = wanted & !families::HEALTH;
+        if row::clean_families(&row, others) != others {
             return None;
         }
+        let judgement = if judge || wanted & families::HEALTH != 0 {
+            Some(families::health::judge(&row)?)
+        } else {
+            None
+        };
         Some((
             row::evidence(&row),
             row::identity(&row)?,
             row::extracted(&row, extracts)?,
-            None,
+            judgement.filter(|_| judge).map(judgement_tuple),
         ))
     })
 }
@@ -88,26 +92,27 @@ type DigestTuple = (
 /// differential tests compare with the Python health view.
 #[pyfunction]
 fn health_judgement(py: Python<'_>, line: &[u8]) -> Option<(u32, DigestTuple)> {
-    py.allow_threads(|| {
-        let judgement = families::health::judge(&row::parse(line)?)?;
-        let d = judgement.digest;
-        Some((
-            judgement.unobserved,
-            (
-                d.calls,
-                d.successful_turn_calls,
-                d.policy_calls_observed,
-                d.failed_by_status,
-                d.ended_on_error,
-                d.duplicated_calls,
-                d.transcript_prompt,
-                d.transcript_completion,
-                d.capture_prompt,
-                d.capture_completion,
-                d.stated_invalid,
-            ),
-        ))
-    })
+    py.allow_threads(|| families::health::judge(&row::parse(line)?).map(judgement_tuple))
+}
+
+fn judgement_tuple(judgement: families::health::Judgement) -> (u32, DigestTuple) {
+    let d = judgement.digest;
+    (
+        judgement.unobserved,
+        (
+            d.calls,
+            d.successful_turn_calls,
+            d.policy_calls_observed,
+            d.failed_by_status,
+            d.ended_on_error,
+            d.duplicated_calls,
+            d.transcript_prompt,
+            d.transcript_completion,
+            d.capture_prompt,
+            d.capture_completion,
+            d.stated_invalid,
+        ),
+    )
 }
 
 #[pymodule]
