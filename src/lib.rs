@@ -57,6 +57,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("COUNTS", families::COUNTS)?;
     m.add("STRUCTURE", families::STRUCTURE)?;
     m.add("OWNERSHIP", families::OWNERSHIP)?;
+    m.add("DRIFT", families::DRIFT)?;
     m.add("PROVED", families::PROVED)?;
     // What the schema family is proved with: the fast path and the tests compare them with the
     // Python side's jsonschema-rs and packaged schemas.

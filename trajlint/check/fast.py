@@ -24,12 +24,13 @@ import orjson
 from trajlint.read import native
 
 #: Bits of the core's families (src/families/mod.rs) -> the rules each proves a row clean of.
-SCHEMA, COUNTS, STRUCTURE, OWNERSHIP = 1, 2, 4, 8
+SCHEMA, COUNTS, STRUCTURE, OWNERSHIP, DRIFT = 1, 2, 4, 8, 16
 FAMILIES: dict[int, frozenset[str]] = {
     SCHEMA: frozenset({"TL101", "TL102", "TL103", "TL104", "TL105", "TL107"}),
     COUNTS: frozenset({"TL301", "TL302", "TL303", "TL304"}),
     STRUCTURE: frozenset({"TL402", "TL403", "TL404", "TL405", "TL406", "TL407", "TL408", "TL409", "TL410"}),
     OWNERSHIP: frozenset({"TL201", "TL202", "TL203", "TL204", "TL205", "TL206", "TL207", "TL208", "TL209"}),
+    DRIFT: frozenset({"TL501", "TL502"}),
 }
 #: Rules about the line itself that a row the core parses cannot break: it is valid strict JSON
 #: (no repeated key, no integer beyond 64 bits) and an object. (Too large a line never reaches it.)
