@@ -287,8 +287,10 @@ def _mutate(data, row):
         st.builds(lambda r: {"model_ref": {"type": "responses_api_models", "name": "policy"}, "response_id": r}, ident),
         st.builds(lambda i, r: {"model_call_id": i, "response_id": r}, ident, ident),
         st.sampled_from([{}, None, "a1", {"model_call_id": ""}]),
-    )
-    value = st.one_of(ident, ref, st.sampled_from(_VALUES), st.sampled_from(_ITEMS))
+    ).map(copy.deepcopy)
+    # Copies: a value drawn twice must not become one object in two places (or inside itself).
+    item = st.sampled_from(_ITEMS).map(copy.deepcopy)
+    value = st.one_of(ident, ref, st.sampled_from(_VALUES).map(copy.deepcopy), item)
     gap = st.builds(
         lambda code, inv, detail: {"code": code, "invocation_id": inv, "detail": detail},
         st.sampled_from(["model_call_reference_unmatched", "model_call_reference_conflict", "model_call_ownership_unavailable", "x"]),
@@ -346,7 +348,7 @@ def _mutate(data, row):
         elif op == "item":
             holders = [p for p in paths if p and p[-1] in ("output", "content", "choices", "tool_calls") and isinstance(_get(row, p), list)]
             if holders:
-                _get(row, data.draw(st.sampled_from(holders))).append(data.draw(st.sampled_from(_ITEMS)))
+                _get(row, data.draw(st.sampled_from(holders))).append(data.draw(item))
         else:
             holders = [p for p in paths if p and p[-1] == "model_calls" and isinstance(_get(row, p), list)
                        and not (len(p) == 2 and p[0] == "ng_trajectory")]
