@@ -198,15 +198,15 @@ class Pipeline:
 
 def _fast_path_rules(rules: dict) -> dict | None:
     """The rules of a run that takes the native core's fast path: those about the line itself,
-    the run-level ones, and the families the core proves (`trajlint.check.fast`); None when the
-    core is not built."""
+    the run-level ones, those run on a proved row's reduced row, and the families the core proves
+    (`trajlint.check.fast`); None when the core is not built."""
     from trajlint.check import fast
     from trajlint.read import native
 
     if not native.available():
         return None
     proved = native._module().PROVED  # type: ignore[union-attr]
-    codes = set(fast.STRICT | fast.RUN_LEVEL)
+    codes = set(fast.STRICT | fast.RUN_LEVEL | fast.REDUCED)
     for bit, members in fast.FAMILIES.items():
         if proved & bit:
             codes |= members

@@ -101,6 +101,46 @@ pub fn identity(row: &Map<String, Value>) -> Option<Vec<(&'static str, String)>>
     Some(pairs)
 }
 
+/// Parts of a row that the run still reads of a line proved clean of every other rule: (section,
+/// key, the bit of `extracted`'s `wanted` asking for it). TL503 lists the gaps the row carries (in
+/// `trajlint.row.walk.gaps` order); the health report's verdict line names the stated rollout id.
+pub const EXTRACTS: [(&str, &str, u32); 4] = [
+    ("ng_agent_observations", "gaps", GAPS),
+    ("ng_model_call_capture", "gaps", GAPS),
+    ("ng_trajectory", "gaps", GAPS),
+    ("ng_trajectory", "rollout_id", STATED_ID),
+];
+
+/// Bits of `extracted`'s `wanted`.
+pub const GAPS: u32 = 1;
+pub const STATED_ID: u32 = 2;
+
+/// The JSON text of each part of `EXTRACTS` that `wanted` asks for and the row holds (its
+/// section an object that has the key), as (section, key, text); None when one holds a negative
+/// zero (see `identity`).
+pub fn extracted(
+    row: &Map<String, Value>,
+    wanted: u32,
+) -> Option<Vec<(&'static str, &'static str, String)>> {
+    let mut parts = Vec::new();
+    for (section, key, bit) in EXTRACTS {
+        if wanted & bit == 0 {
+            continue;
+        }
+        if let Some(value) = row
+            .get(section)
+            .and_then(Value::as_object)
+            .and_then(|s| s.get(key))
+        {
+            if holds_negative_zero(value) {
+                return None;
+            }
+            parts.push((section, key, value.to_string()));
+        }
+    }
+    Some(parts)
+}
+
 /// Whether a float -0.0 is anywhere in `value`. Iterative: no value can overflow the stack.
 fn holds_negative_zero(value: &Value) -> bool {
     let mut pending = vec![value];

@@ -107,7 +107,7 @@ def test_lines_that_are_not_strict_objects_are_never_proved(core):
 
 
 def _selection(core) -> str:
-    codes = sorted(fast.STRICT | fast.RUN_LEVEL)
+    codes = sorted(fast.STRICT | fast.RUN_LEVEL | fast.REDUCED)
     for bit, members in fast.FAMILIES.items():
         if core.PROVED & bit:
             codes += sorted(members)
@@ -149,8 +149,8 @@ def test_a_wrong_proof_stops_a_checked_run(core, monkeypatch, tmp_path):
 
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(b'{"_ng_task_index": 0, "_ng_rollout_index": 0, "ng_model_call_capture": {"calls": 3}}\n')
-    proof = (1, [("_ng_task_index", "0"), ("_ng_rollout_index", "0")])
-    monkeypatch.setattr(fast, "prover", lambda: (lambda raw, wanted: proof, ALL_FAMILIES))
+    proof = (1, [("_ng_task_index", "0"), ("_ng_rollout_index", "0")], [], None)
+    monkeypatch.setattr(fast, "prover", lambda: (lambda raw, wanted, extracts, judges: proof, ALL_FAMILIES))
     monkeypatch.setattr(native, "mode", lambda: "check")
     with pytest.raises(api.SettingsError, match="the core proves the row clean, Python finds TL102"):
         api.check_paths([str(bad)], select=["TL0", "TL1"], isolated=True)

@@ -158,7 +158,7 @@ def _disagreement(core: Any, raw: bytes) -> str | None:
     for bit in fast.FAMILIES:
         if core.clean_families(raw, bit) != clean & bit:
             return f"family {bit} proved alone differs from proved together"
-    proof = core.check_row(raw, 0)
+    proof = core.check_row(raw, 0, core.GAPS)
     if proof is not None:
         try:
             row_subject("rows", 1, raw, checking=True, prove=lambda line: proof)
@@ -269,8 +269,8 @@ def test_the_property_names_a_wrong_proof(core):
             return wanted
 
         @staticmethod
-        def check_row(raw: bytes, wanted: int) -> tuple[int, list[tuple[str, str]]]:
-            return core.check_row(raw, 0)
+        def check_row(raw: bytes, wanted: int, extracts: int = 0, judges: bool = False) -> tuple:
+            return core.check_row(raw, 0, extracts, judges)
 
     said = _disagreement(Liar, _line(row))
     assert said is not None and "Python finds" in said and "TL102" in said
@@ -283,8 +283,8 @@ def test_the_property_names_a_wrong_identity(core):
         clean_families = staticmethod(core.clean_families)
 
         @staticmethod
-        def check_row(raw: bytes, wanted: int) -> tuple[int, list[tuple[str, str]]]:
-            return 0, [("_ng_task_index", "-0.0")]
+        def check_row(raw: bytes, wanted: int, extracts: int = 0, judges: bool = False) -> tuple:
+            return 0, [("_ng_task_index", "-0.0")], [], None
 
     said = _disagreement(Liar, b'{"_ng_task_index": 0, "_ng_rollout_index": 0}')
     assert said is not None and "disagree" in said
@@ -307,7 +307,7 @@ def test_the_pipeline_fuzzer_takes_the_fast_path(core, monkeypatch):
     fuzz = _pipeline_fuzzer()
     seed = b'\0{"_ng_task_index": 0, "_ng_rollout_index": 0}\n'
     fuzz.check_input(seed)
-    monkeypatch.setattr(core, "check_row", lambda raw, wanted: (0, [("_ng_task_index", "7")]))
+    monkeypatch.setattr(core, "check_row", lambda raw, wanted, extracts=0, judges=False: (0, [("_ng_task_index", "7")], [], None))
     with pytest.raises(fuzz.Crash, match="disagree"):
         fuzz.check_input(seed)
 

@@ -7,11 +7,11 @@
 //! - the families proved together are the union of each proved alone, and no bit outside those
 //!   asked for is ever answered;
 //! - the identity is the row's identity keys, in order, each as JSON text that reads back as the
-//!   value the row holds.
+//!   value the row holds; so is each part of `EXTRACTS` the row holds (the gap lists).
 #![no_main]
 
 use _core::families;
-use _core::row::{self, IDENTITY_KEYS};
+use _core::row::{self, EXTRACTS, IDENTITY_KEYS};
 use _core::strict;
 use libfuzzer_sys::fuzz_target;
 use serde_json::value::RawValue;
@@ -79,6 +79,36 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(row::clean_families(&row, 0), 0);
 
     assert!(row::evidence(&row) < 32, "an evidence bit beyond EVIDENCE");
+
+    assert_eq!(row::extracted(&row, 0).map(|parts| parts.len()), Some(0));
+    if let Some(parts) = row::extracted(&row, row::GAPS | row::STATED_ID) {
+        let held: Vec<(&str, &str)> = EXTRACTS
+            .iter()
+            .map(|(section, key, _)| (*section, *key))
+            .filter(|(section, key)| {
+                row.get(*section)
+                    .and_then(Value::as_object)
+                    .is_some_and(|members| members.contains_key(*key))
+            })
+            .collect();
+        let named: Vec<(&str, &str)> = parts.iter().map(|(s, k, _)| (*s, *k)).collect();
+        assert_eq!(
+            named, held,
+            "extracted parts other than those the row holds"
+        );
+        for (section, key, text) in &parts {
+            let value: Value = serde_json::from_str(text).expect("a part whose text is not JSON");
+            assert_eq!(
+                &value, &row[*section][*key],
+                "a part whose text reads back as another value"
+            );
+            assert_eq!(
+                strict::scan(text.as_bytes()),
+                0,
+                "a part's text orjson would not read as is"
+            );
+        }
+    }
 
     // The identity's text must read back, through orjson, as what the line holds: the same
     // value, and each number an integer exactly where the line writes one (orjson reads `-0` as

@@ -104,17 +104,21 @@ class RowChecker:
         self._digesters = list(digesters)
         self._internal = internal_error
         self._checking_core = native.mode() == "check"
-        self.prove = self._prover(rules) if not digesters else None
-        self._plans: dict[tuple[str, frozenset[str]], tuple[list[RuleSpec], list[RuleSpec]]] = {}
+        # A proved row gives the digesters its health judgement in place of its row: only
+        # digesters that take one (the health report's) let the run take the fast path.
+        judges = bool(digesters)
+        self.prove = self._prover(rules, judges) if all(getattr(d, "takes_judgement", False) for d in digesters) else None
+        self._plans: dict[tuple[str, frozenset[str]], tuple[list[RuleSpec], list[RuleSpec], list[RuleSpec]]] = {}
         # How many subjects each plan served: coverage is counted per plan, not per rule and row.
         self._uses: dict[tuple[str, frozenset[str]], int] = {}
         # Rules a row left unobserved that its plan counts as evaluated (see `UNOBSERVED`).
         self._unobserved: dict[str, int] = {}
         self.unit = UnitResult("")
 
-    def _prover(self, rules: Sequence[RuleSpec]) -> Callable[[bytes], Any] | None:
+    def _prover(self, rules: Sequence[RuleSpec], judges: bool = False) -> Callable[[bytes], Any] | None:
         """The core's proof for a line of a rollout file when it can prove the line clean of every
-        rule this run applies to one (`check.fast`), else None."""
+        rule this run applies to one (`check.fast`), else None. With `judges`, a line is proved
+        only with its health judgement."""
         core = fast.prover()
         if core is None:
             return None
@@ -124,11 +128,13 @@ class RowChecker:
         wanted = fast.wanted_families(codes, proved)
         if wanted is None:
             return None
-        return lambda raw: check_row(raw, wanted)
+        extracts = fast.wanted_extracts(codes, judges)
+        return lambda raw: check_row(raw, wanted, extracts, judges)
 
-    def _plan(self, key: tuple[str, frozenset[str]]) -> tuple[list[RuleSpec], list[RuleSpec]]:
-        """(rules to run, rules unobserved) for a subject holding this evidence in a file of this
-        kind, memoized. A rule that does not check the kind of file is neither."""
+    def _plan(self, key: tuple[str, frozenset[str]]) -> tuple[list[RuleSpec], list[RuleSpec], list[RuleSpec]]:
+        """(rules to run, rules unobserved, rules to run on a proved row's reduced row) for a
+        subject holding this evidence in a file of this kind, memoized. A rule that does not
+        check the kind of file is none of these."""
         plan = self._plans.get(key)
         if plan is None:
             kind, evidence = key
@@ -137,7 +143,8 @@ class RowChecker:
             # Only a row can leave a rule unobserved: a file or an unparsable line does not
             # hold row evidence in the first place, so row rules do not apply to it.
             unobserved = [r for r in rules if not r.impl.reads <= evidence] if "row" in evidence else []
-            plan = self._plans[key] = (applicable, unobserved)
+            reduced = [r for r in applicable if r.code in fast.REDUCED]
+            plan = self._plans[key] = (applicable, unobserved, reduced)
         return plan
 
     def check_unit(
@@ -182,7 +189,7 @@ class RowChecker:
     def end_unit(self) -> UnitResult:
         coverage = self.unit.coverage
         for key, uses in self._uses.items():
-            applicable, unobserved = self._plans[key]
+            applicable, unobserved, _ = self._plans[key]
             for spec in applicable:
                 coverage.setdefault(spec.code, [0, 0])[0] += uses
             for spec in unobserved:
@@ -203,14 +210,19 @@ class RowChecker:
             unit.row_count += "row" in evidence
         kind = subject.kind.kind
         key = (kind, evidence)
-        applicable, unobserved = self._plan(key)
+        applicable, unobserved, reduced = self._plan(key)
         self._uses[key] = self._uses.get(key, 0) + 1
         findings = unit.findings
         first = len(findings)
         unobserved_now: list[str] = []
         raised: dict[str, str] = {}
+        checking_proof = subject.proved and self._checking_core
+        reduced_found: list[Finding] = []  # under check, the findings of the reduced rules
         if subject.proved and not self._checking_core:
-            applicable = ()  # the core proved the line clean of every one of them
+            applicable = reduced  # the core proved the line clean of every other one
+            if subject.judgement is not None:
+                # The health rules it proved: as unobserved as the core judged them.
+                unobserved_now = self._judged_unobserved(key, subject.judgement)
         for spec in applicable:
             try:
                 violations = spec.impl.check(subject)  # type: ignore[misc]
@@ -225,9 +237,16 @@ class RowChecker:
                 self._internal_error(spec, subject, exc)
                 raised[spec.name] = type(exc).__name__
                 continue
-            findings.extend(found)
-        if subject.proved and (len(findings) > first or unobserved_now or raised):
-            raise fast.mismatched_findings(subject, findings[first:])
+            if checking_proof and spec.code in fast.REDUCED:
+                self._compare_reduced(spec, subject, found)
+                reduced_found.extend(found)
+            else:
+                findings.extend(found)
+        if checking_proof:
+            judged = subject.reduced.judgement
+            if len(findings) > first or raised or set(unobserved_now) != set(self._judged_unobserved(key, judged)):
+                raise fast.mismatched_findings(subject, findings[first:], unobserved_now)
+            findings.extend(reduced_found)
         for code in unobserved_now:
             self._unobserved[code] = self._unobserved.get(code, 0) + 1
         if "row" not in subject.evidence or not (self._reductions or self._digesters):
@@ -253,11 +272,32 @@ class RowChecker:
             row_findings = findings[first:]
             unobserved_codes = [spec.code for spec in unobserved] + unobserved_now
             observed = tuple(d.digest(subject, row_findings, unobserved_codes, raised) for d in self._digesters)
+            if checking_proof:
+                judged = tuple(d.digest(subject.reduced, [], unobserved_codes, {}) for d in self._digesters)
+                if judged != observed:
+                    raise fast.mismatched_judgement(subject, judged, observed)
         unit.rows.append((subject.line, tuple(digests), observed))
 
+    def _judged_unobserved(self, key: tuple[str, frozenset[str]], judgement: Any) -> list[str]:
+        """The rules of a plan a proved row's health judgement leaves unobserved, in plan order."""
+        if judgement is None:
+            return []
+        return [spec.code for spec in self._plan(key)[0] if spec.code in judgement.unobserved]
+
+    def _compare_reduced(self, spec: RuleSpec, subject: Subject, found: list[Finding]) -> None:
+        """A reduced rule finds the same on a proved row's reduced row as on the whole row: the
+        whole row's findings are kept only when they are."""
+        reduced = subject.reduced
+        try:
+            again = [_finding(spec, reduced.path, reduced.line, reduced.rollout, reduced.raw, v) for v in spec.impl.check(reduced)]
+        except Exception:  # noqa: BLE001 - it did not raise on the whole row
+            again = None
+        if again != found:
+            raise fast.mismatched_reduced(subject, spec.code)
+
     def _compare_digests(self, subject: Subject) -> None:
-        """A proved row's run-level digests are the same from its identity keys alone."""
-        alone = dataclasses.replace(subject, value={k: subject.row[k] for k in fast.IDENTITY_KEYS if k in subject.row}, _memo=None, _build=None)
+        """A proved row's run-level digests are the same from its reduced row alone."""
+        alone = subject.reduced
         for spec, reduction in self._reductions:
             applies = spec.impl.reads <= subject.evidence and subject.kind.kind in spec.impl.kinds
             if applies and reduction.digest(alone) != reduction.digest(subject):

@@ -7,20 +7,23 @@ not its row, and no rule looks at it. Everything else goes the Python way, which
 reference and explains what it finds. Under ``TRAJLINT_CORE=check`` every line the core proves
 clean is also checked the Python way, and a finding there stops the run (`native.CoreMismatch`).
 
-What a proved row still owes the run is its identity (duplicate identities, shared capture keys):
-the core hands back the JSON text of the row's identity keys (`IDENTITY_KEYS`), and the row's
-subject holds a row of only those keys, from which the Python functions derive the identity
-exactly as they do from the whole row.
+What a proved row still owes the run is its identity (duplicate identities, shared capture keys)
+and the findings of the rules that read only a few small parts of it (`REDUCED`): the core hands
+back the JSON text of the row's identity keys (`IDENTITY_KEYS`) and of those parts (`EXTRACTS`),
+and the row's subject holds a *reduced row* of only those, from which the Python functions derive
+the identity and the reduced rules find exactly what they find on the whole row.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 import orjson
 
+from trajlint.health.view import Digest
 from trajlint.read import native
 
 #: Bits of the core's families (src/families/mod.rs) -> the rules each proves a row clean of.
@@ -37,6 +40,42 @@ FAMILIES: dict[int, frozenset[str]] = {
 STRICT = frozenset({"TL002", "TL003", "TL004", "TL005", "TL006"})
 #: Rules of the whole run: they read a proved row's identity, which the fast path keeps.
 RUN_LEVEL = frozenset({"TL401", "TL411"})
+#: Rules that read only parts of a row the core hands back (`EXTRACTS`): they run on a proved
+#: row's reduced row. observation-gap lists every gap a row carries, clean or not, so no proof
+#: can spare it.
+REDUCED = frozenset({"TL503"})
+#: src/row.rs EXTRACTS: (section, key) of each part, and the bits of `check_row` asking for them.
+EXTRACTS = (
+    ("ng_agent_observations", "gaps"),
+    ("ng_model_call_capture", "gaps"),
+    ("ng_trajectory", "gaps"),
+    ("ng_trajectory", "rollout_id"),
+)
+GAPS, STATED_ID = 1, 2
+#: Rules of the whole run over the rows' health judgements (the task checks): a proved row hands
+#: back its judgement.
+JUDGED = frozenset({"TL610", "TL611"})
+#: The row health rules, in the order of a judgement's unobserved bits (`health.checks.ROW_CHECKS`).
+ROW_HEALTH = ("TL601", "TL602", "TL603", "TL604", "TL605", "TL606", "TL607", "TL608", "TL609")
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """A proved row's health: the row health rules it leaves unobserved, and its digest."""
+
+    unobserved: frozenset[str]
+    digest: Digest
+
+
+def judgement(raw: tuple[int, tuple[Any, ...]] | None) -> Judgement | None:
+    """A judgement from the core's (unobserved bits, digest fields in `Digest` order)."""
+    if raw is None:
+        return None
+    bits, fields = raw
+    unobserved = frozenset(code for i, code in enumerate(ROW_HEALTH) if bits & (1 << i))
+    values = list(fields)
+    values[3] = tuple((str(status), int(count)) for status, count in values[3])  # failed_by_status
+    return Judgement(unobserved, Digest(*values))
 
 #: Evidence bits of `check_row` (src/row.rs), in bit order.
 EVIDENCE = ("capture", "observations", "trajectory", "verifiers", "model-calls")
@@ -48,7 +87,7 @@ def wanted_families(codes: Iterable[str], proved: int) -> int | None:
     proves (`proved`, its written families)."""
     wanted = 0
     for code in codes:
-        if code in STRICT or code in RUN_LEVEL:
+        if code in STRICT or code in RUN_LEVEL or code in REDUCED or code in JUDGED:
             continue
         bit = next((bit for bit, members in FAMILIES.items() if code in members), None)
         if bit is None or not bit & proved:
@@ -70,9 +109,18 @@ def evidence(bits: int) -> frozenset[str]:
     return found
 
 
-def identity_row(pairs: list[tuple[str, str]]) -> dict[str, Any]:
-    """The row of a proved line's identity keys, from their JSON text."""
-    return {key: orjson.loads(text) for key, text in pairs}
+def wanted_extracts(codes: Iterable[str], judges: bool = False) -> int:
+    """The parts of a proved row (bits of `check_row`'s `extracts`) the rules `codes` read, and
+    with `judges` what the health report's verdict line reads (the stated rollout id)."""
+    return (GAPS if REDUCED.intersection(codes) else 0) | (STATED_ID if judges else 0)
+
+
+def reduced_row(pairs: list[tuple[str, str]], parts: list[tuple[str, str, str]] = ()) -> dict[str, Any]:
+    """The row of a proved line's identity keys and extracted parts, from their JSON text."""
+    row: dict[str, Any] = {key: orjson.loads(text) for key, text in pairs}
+    for section, key, text in parts:
+        row.setdefault(section, {})[key] = orjson.loads(text)
+    return row
 
 
 def prover() -> Any:
@@ -111,29 +159,43 @@ def _same_validation(module: Any) -> bool:
     return installed == getattr(module, "JSONSCHEMA", None) and packaged == dict(getattr(module, "SCHEMA_DOCUMENTS", ()))
 
 
-def compare(subject: Any, proof: tuple[int, list[tuple[str, str]]]) -> None:
+def compare(subject: Any, proof: tuple[int, list[tuple[str, str]], list[tuple[str, str, str]]]) -> None:
     """Raise `native.CoreMismatch` unless a line the core proved has, the Python way, the
-    evidence and the identity the proof gives it (its findings are compared once its rules ran,
-    `mismatched_findings`)."""
+    evidence, the identity and the extracted parts the proof gives it (its findings are compared
+    once its rules ran, `mismatched_findings`)."""
     from trajlint.builder.identity import rollout_identity
 
-    bits, pairs = proof
+    bits, pairs, parts, _ = proof
     row = subject.value
     said = evidence(bits)
     if not isinstance(row, dict) or said != subject.evidence:
         raise native.mismatch(
             subject.path, subject.line, f"the core proves a row with evidence {sorted(said)}, Python finds {sorted(subject.evidence)}"
         )
-    identity = identity_row(pairs)
+    identity = reduced_row(pairs)
     if identity != {key: row[key] for key in identity} or set(identity) != {key for key in IDENTITY_KEYS if key in row}:
         raise native.mismatch(subject.path, subject.line, f"the core reads the identity keys as {identity}")
     if rollout_identity(identity) != subject.rollout:
         raise native.mismatch(subject.path, subject.line, "the row's identity differs on its identity keys alone")
+    for section, key, text in parts:
+        held = row.get(section)
+        if not isinstance(held, dict) or key not in held or orjson.loads(text) != held[key]:
+            raise native.mismatch(subject.path, subject.line, f"the core reads /{section}/{key} as {text}")
 
 
-def mismatched_findings(subject: Any, findings: list[Any]) -> native.CoreMismatch:
+def mismatched_findings(subject: Any, findings: list[Any], unobserved: list[str] = ()) -> native.CoreMismatch:
     codes = sorted({finding.code for finding in findings})
+    if not codes and unobserved:
+        return native.mismatch(subject.path, subject.line, f"the core judges otherwise which rules are unobserved; Python: {', '.join(unobserved)}")
     return native.mismatch(subject.path, subject.line, f"the core proves the row clean, Python finds {', '.join(codes)}")
+
+
+def mismatched_judgement(subject: Any, judged: Any, observed: Any) -> native.CoreMismatch:
+    return native.mismatch(subject.path, subject.line, f"the core judges the row's health as {judged}, Python as {observed}")
+
+
+def mismatched_reduced(subject: Any, code: str) -> native.CoreMismatch:
+    return native.mismatch(subject.path, subject.line, f"{code} finds otherwise on the reduced row than on the whole row")
 
 
 #: src/row.rs IDENTITY_KEYS.

@@ -40,8 +40,12 @@ class Subject:
     #: it clean), or None where the core was not asked.
     strict: int | None = None
     #: The native core proved the line clean of every rule the run applies to it (`check.fast`):
-    #: `value` then holds only the row's identity keys, unless the run checks the core.
+    #: `value` then holds only the row's reduced row (`fast.reduced_row`), unless the run checks
+    #: the core, when `reduced` is the subject the fast path would have made of the line.
     proved: bool = False
+    reduced: Subject | None = None
+    #: A proved row's health judgement (`fast.Judgement`), when the run's health report asked.
+    judgement: Any = None
 
     @property
     def row(self) -> dict[str, Any]:
@@ -92,14 +96,19 @@ def row_subject(
     if prove is not None:
         proof = prove(raw)
         if proof is not None:
+            bits, pairs, parts, judged = proof
+            value = fast.reduced_row(pairs, parts)
+            reduced = Subject(
+                path, number, fast.evidence(bits), raw=raw, value=value, rollout=rollout_identity(value), proved=True,
+                judgement=fast.judgement(judged),
+            )
             if checking:
                 subject = row_subject(path, number, raw, core, checking)
                 subject.proved = True
+                subject.reduced = reduced
                 fast.compare(subject, proof)
                 return subject
-            bits, pairs = proof
-            value = fast.identity_row(pairs)
-            return Subject(path, number, fast.evidence(bits), raw=raw, value=value, rollout=rollout_identity(value), proved=True)
+            return reduced
     value = parse(raw)
     strict = None
     if core is not None:

@@ -18,7 +18,7 @@ import heapq
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 
@@ -112,6 +112,9 @@ class RowJudge:
     selected: frozenset[str]
     stated_checked: bool
     keep_records: bool
+    #: A row the native core proved healthy comes with its judgement (`subject.judgement`: the
+    #: checks it leaves unobserved, and its digest) instead of its row.
+    takes_judgement: ClassVar[bool] = True
 
     def digest(self, subject: Subject, findings: list[Finding], unobserved: list[str], raised: dict[str, str]) -> Judged:
         row = subject.row
@@ -137,12 +140,17 @@ class RowJudge:
         unobserved_rules = {self.codes.get(code) for code in unobserved}
         found: list[dict[str, Any]] = []
         missing: list[str] = []
+        judgement = getattr(subject, "judgement", None)
+        view = None
         try:
-            view = view_of(subject)
-            digest = view.digest()
+            if judgement is not None:  # proved: no check finds anything; the unobserved are in `unobserved`
+                digest = judgement.digest
+            else:
+                view = view_of(subject)
+                digest = view.digest()
         except Exception as exc:  # noqa: BLE001 - the rules report it as internal-error
             raised = {**raised, **{check.rules[0]: type(exc).__name__ for check in self.checks}}
-            view = digest = None
+            view = digest = judgement = None
         if digest is not None and digest.stated_invalid and self.stated_checked:
             found.append(
                 {"check": RECORD_UNREADABLE, "detail": {"reason": "canonical trajectory is unreadable", "error": "ValidationError"}}
@@ -158,9 +166,9 @@ class RowJudge:
                             "detail": {"reason": "check raised an unexpected exception", "failed_check": check.id, "error": raised[rule]},
                         }
                     )
-            elif rule in unobserved_rules or view is None:
+            elif rule in unobserved_rules or (view is None and judgement is None):
                 missing.append(check.id)
-            else:
+            elif view is not None:
                 found.extend(_ng_finding(check.id, item) for item in view.findings(check) or ())
         return found, missing, digest  # in NeMo Gym's order: its registry's, a failed check's error in its place
 
