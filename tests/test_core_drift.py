@@ -63,8 +63,8 @@ def test_the_family_is_proved(core):
 
 
 def test_the_fast_path_asks_for_the_family():
-    assert fast.wanted_families(["TL501"], BIT) == BIT
-    assert fast.wanted_families(["TL502", "TL503"], BIT) is None  # observation-gap is not proved here
+    assert fast.wanted_families(["TL501", "TL502", "TL503"], BIT) == BIT
+    assert fast.wanted_families(["TL501"], fast.OWNERSHIP) is None
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.code)

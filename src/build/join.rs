@@ -36,6 +36,14 @@ fn gap<'a>(code: &'static str, invocation: Option<&'a str>, detail: Option<Strin
     }
 }
 
+/// What a reference finds among the captured calls.
+#[derive(Clone, Copy)]
+enum Matched {
+    Nothing,
+    One(usize),
+    Several,
+}
+
 /// How a join gap names a reference: its id, else its response id.
 fn label<'a>(key: Option<RefKey<'a>>) -> Option<&'a str> {
     key.and_then(|k| k.call_id.or(k.response_id))
@@ -67,13 +75,26 @@ pub fn gaps<'a>(row: &'a Map<String, Value>, ledger: &Ledger<'a>) -> Option<Vec<
             .and_then(Value::as_object)
     };
     // The join's index holds the captured calls only: a form's candidates, less the others.
-    let matches = |key: Option<RefKey<'a>>| -> Vec<usize> {
-        ledger.index.matches(key).map_or_else(Vec::new, |found| {
-            found
-                .iter()
-                .copied()
-                .filter(|&i| calls[i].capture.is_some())
-                .collect()
+    // Each form is looked up once: thousands of references may name one id thousands of calls
+    // share.
+    let captured = |key: Option<RefKey<'a>>| {
+        ledger
+            .index
+            .matches(key)
+            .unwrap_or(&[])
+            .iter()
+            .copied()
+            .filter(|&i| calls[i].capture.is_some())
+    };
+    let mut found_forms: HashMap<Option<RefKey<'a>>, Matched> = HashMap::new();
+    let mut matched = |key: Option<RefKey<'a>>| {
+        *found_forms.entry(key).or_insert_with(|| {
+            let mut named = captured(key);
+            match (named.next(), named.next()) {
+                (None, _) => Matched::Nothing,
+                (Some(one), None) => Matched::One(one),
+                (Some(_), Some(_)) => Matched::Several,
+            }
         })
     };
     let mut sessions: HashMap<&str, Vec<usize>> = HashMap::new();
@@ -96,7 +117,13 @@ pub fn gaps<'a>(row: &'a Map<String, Value>, ledger: &Ledger<'a>) -> Option<Vec<
             .filter(|r| r.is_object())
             .map(ref_key)
             .collect();
-        let mut referenced: HashSet<usize> = refs.iter().flat_map(|&key| matches(key)).collect();
+        let mut forms = HashSet::new();
+        let mut referenced: HashSet<usize> = HashSet::new();
+        for &key in &refs {
+            if forms.insert(key) {
+                referenced.extend(captured(key));
+            }
+        }
         for &position in sessions.get(owner).map_or(&[][..], Vec::as_slice) {
             if let Some(id) = calls[position].model_call_id {
                 if !referenced.contains(&position) {
@@ -106,16 +133,17 @@ pub fn gaps<'a>(row: &'a Map<String, Value>, ledger: &Ledger<'a>) -> Option<Vec<
                         response_id: None,
                     });
                     refs.push(key);
-                    referenced.extend(matches(key));
+                    if forms.insert(key) {
+                        referenced.extend(captured(key));
+                    }
                 }
             }
         }
         for key in refs {
-            let named = matches(key);
             let detail = || label(key).map(str::to_owned);
-            match named[..] {
-                [] => found.push(gap(UNMATCHED, Some(owner), detail())),
-                [one] => match owned[one] {
+            match matched(key) {
+                Matched::Nothing => found.push(gap(UNMATCHED, Some(owner), detail())),
+                Matched::One(one) => match owned[one] {
                     Some(_) => {
                         let call = &calls[one];
                         let named = call.model_call_id.or(call.response_id).map(str::to_owned);
@@ -123,7 +151,7 @@ pub fn gaps<'a>(row: &'a Map<String, Value>, ledger: &Ledger<'a>) -> Option<Vec<
                     }
                     None => owned[one] = Some(owner),
                 },
-                _ => found.push(gap(AMBIGUOUS, Some(owner), detail())),
+                Matched::Several => found.push(gap(AMBIGUOUS, Some(owner), detail())),
             }
         }
     }
@@ -140,14 +168,14 @@ pub fn gaps<'a>(row: &'a Map<String, Value>, ledger: &Ledger<'a>) -> Option<Vec<
         for reference in refs {
             let key = ref_key(reference);
             let detail = Some(format!("model_calls:{}", label(key).unwrap_or("None")));
-            match matches(key)[..] {
-                [] => found.push(gap(UNMATCHED, Some(owner), detail)),
-                [one] => match owned[one] {
+            match matched(key) {
+                Matched::Nothing => found.push(gap(UNMATCHED, Some(owner), detail)),
+                Matched::One(one) => match owned[one] {
                     None => found.push(gap(UNAVAILABLE, Some(owner), detail)),
                     Some(o) if o != owner => found.push(gap(CONFLICT, Some(owner), detail)),
                     Some(_) => {}
                 },
-                _ => found.push(gap(AMBIGUOUS, Some(owner), detail)),
+                Matched::Several => found.push(gap(AMBIGUOUS, Some(owner), detail)),
             }
         }
         for name in ["before_model_call", "after_model_call"] {
@@ -156,14 +184,14 @@ pub fn gaps<'a>(row: &'a Map<String, Value>, ledger: &Ledger<'a>) -> Option<Vec<
             };
             let key = ref_key(reference);
             let detail = Some(format!("{name}:{}", label(key).unwrap_or("None")));
-            match matches(key)[..] {
-                [] => found.push(gap(UNMATCHED, Some(owner), detail)),
-                [one] => {
+            match matched(key) {
+                Matched::Nothing => found.push(gap(UNMATCHED, Some(owner), detail)),
+                Matched::One(one) => {
                     if owned[one].is_some_and(|o| o != owner) {
                         found.push(gap(CONFLICT, Some(owner), detail));
                     }
                 }
-                _ => found.push(gap(AMBIGUOUS, Some(owner), detail)),
+                Matched::Several => found.push(gap(AMBIGUOUS, Some(owner), detail)),
             }
         }
     }
@@ -180,4 +208,52 @@ pub fn gaps<'a>(row: &'a Map<String, Value>, ledger: &Ledger<'a>) -> Option<Vec<
         ));
     }
     Some(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::build::ledger;
+
+    #[test]
+    fn claims_sessions_and_the_calls_nobody_owns() {
+        let row: Map<String, Value> = serde_json::from_str(
+            r#"{
+            "ng_model_call_capture": {"calls": [
+                {"model_call_id": "a", "call_index": 0},
+                {"model_call_id": "b", "call_index": 1, "client_session_id": "i"},
+                {"response_id": "r", "call_index": 2.5},
+                {"model_call_id": "c", "call_index": 3}]},
+            "ng_agent_observations": {"records": [
+                {"kind": "agent_invocation", "invocation_id": "i", "model_calls": [{"model_call_id": "a"}, {"model_call_id": "z"}]},
+                {"kind": "agent_invocation", "invocation_id": "j", "model_calls": [{"model_call_id": "a"}]},
+                {"kind": "context_compaction", "invocation_id": "j", "model_calls": [{"model_call_id": "c"}],
+                 "before_model_call": {"model_call_id": "b"}}]}
+        }"#,
+        )
+        .unwrap();
+        let ledger = ledger::build(&row).unwrap();
+        // The call at index 2.5 is unowned: Python writes its index as the float's text.
+        assert!(gaps(&row, &ledger).is_none());
+        let mut row = row;
+        row["ng_model_call_capture"]["calls"][2]["call_index"] = Value::from(2);
+        let ledger = ledger::build(&row).unwrap();
+        let found = gaps(&row, &ledger).unwrap();
+        let said: Vec<_> = found
+            .iter()
+            .map(|g| (g.code, g.invocation, g.detail.clone()))
+            .collect();
+        let owned = |s: &str| Some(s.to_owned());
+        assert_eq!(
+            said,
+            [
+                (UNMATCHED, Some("i"), owned("z")),
+                (CONFLICT, Some("j"), owned("a")),
+                (UNAVAILABLE, Some("j"), owned("model_calls:c")),
+                (CONFLICT, Some("j"), owned("before_model_call:b")),
+                (UNAVAILABLE, None, owned("capture:r:call_index=2")),
+                (UNAVAILABLE, None, owned("capture:c:call_index=3")),
+            ]
+        );
+    }
 }
