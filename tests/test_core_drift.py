@@ -185,6 +185,18 @@ def _case_rows() -> dict[str, tuple[dict, bool]]:
     cases["chat turn in full"] = (row, False)
     cases["hollow messages turn"] = (_messages_row(), True)
 
+    # A call its client session gives to the invocation, which references only the first.
+    row = copy.deepcopy(clean)
+    for holder in (row["ng_agent_observations"]["records"][0], row["ng_trajectory"]["invocations"][0]):
+        del holder["model_calls"][1]
+    row["ng_model_call_capture"]["calls"][1]["client_session_id"] = "root"
+    cases["turn of a session's call"] = (row, False)
+    row = copy.deepcopy(clean)
+    row["ng_agent_observations"]["records"].append(
+        {"kind": "agent_invocation", "invocation_id": "other", "model_calls": [{"model_call_id": "b2"}]}
+    )
+    cases["call two invocations claim"] = (row, True)
+
     # An observed invocation that is not valid takes no part in the join: its calls are unowned.
     row = copy.deepcopy(clean)
     row["ng_agent_observations"]["records"][0]["status"] = "done"
