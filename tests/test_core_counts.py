@@ -224,7 +224,9 @@ VALUES = st.one_of(
     st.none(),
     st.sampled_from(["12", "-3", " 1 ", "1.5", "abc", "", "\uff11\uff12", "1e3", "\x1c1", "tool_call", "sandbox",
                      "context_compaction", "agent_invocation", "a1"]),
-    st.sampled_from([[], {}, [{}], {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 3}]),
+    # Copies: a row is changed after the draw, and a drawn object would otherwise be the one
+    # every later example draws (hypothesis then sees the examples it replays differ).
+    st.sampled_from([[], {}, [{}], {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 3}]).map(copy.deepcopy),
 )
 
 

@@ -146,9 +146,9 @@ def _mutate(data, row):
         st.builds(lambda i: {"model_call_id": i}, ident),
         st.builds(lambda r: {"model_ref": {"type": "responses_api_models", "name": "policy"}, "response_id": r}, ident),
         st.builds(lambda i, r: {"model_call_id": i, "response_id": r}, ident, ident),
-        st.sampled_from([{}, None, "a1", {"model_call_id": ""}]),
+        st.sampled_from([{}, None, "a1", {"model_call_id": ""}]).map(copy.deepcopy),  # changed after the draw
     )
-    value = st.one_of(ident, ref, st.sampled_from([None, "", 0, 1.5, -1, "12", True, [], {}, "fresh"]))
+    value = st.one_of(ident, ref, st.sampled_from([None, "", 0, 1.5, -1, "12", True, [], {}, "fresh"]).map(copy.deepcopy))
     for _ in range(data.draw(st.integers(1, 3))):
         op = data.draw(st.sampled_from(["set", "delete", "dup", "compaction", "session", "verifier", "claim"]))
         paths: list[tuple] = []
