@@ -301,7 +301,7 @@ def report(path: Path, counts: dict, main: list[Subject], startup: list[Subject]
             f"native core: {census['lines'] - census['python']:,} of {census['lines']:,} lines proved clean of "
             f"strict-JSON problems; {census['python']:,} ({share:.1%}) went to the Python path to be explained. "
             "With every rule selected, (b) and (c), everything after the strict-JSON checks is Python for every row:"
-            " the core does not prove the drift and health rules (TL5xx, TL6xx) yet, so no row takes the fast path."
+            " the core does not prove the health rules (TL6xx) yet, so no row takes the fast path."
         )
         if census.get("selection"):
             proved = census.get("proved", 0)
