@@ -124,7 +124,10 @@ def core_census(root: Path, path: Path) -> dict | None:
         "prove = getattr(core, 'check_row', None)\n"
         "codes = sorted(fast.STRICT | fast.RUN_LEVEL) + sorted(c for b, m in fast.FAMILIES.items() if b & wanted for c in m)\n"
         "selection = ','.join(codes) if prove is not None else None\n"
-        "proved = 0\n"
+        "health = getattr(fast, 'HEALTH', 0)\n"
+        "judges = bool(wanted & health)\n"
+        "every = getattr(fast, 'wanted_extracts', lambda codes, judges=False: 0)(['TL503'], True)\n"
+        "proved = default = 0\n"
         "sys.path.insert(0, sys.argv[2])\n"
         "from floor import open_lines\n"
         "lines = python = 0\n"
@@ -135,8 +138,9 @@ def core_census(root: Path, path: Path) -> dict | None:
         "        lines += 1\n"
         "        python += scan(raw) != 0\n"
         "        if prove is not None:\n"
-        "            proved += prove(raw, wanted) is not None\n"
-        "print(json.dumps({'lines': lines, 'python': python, 'proved': proved, 'selection': selection}))\n"
+        "            proved += (prove(raw, wanted, 0, judges) if judges else prove(raw, wanted)) is not None\n"
+        "            default += judges and prove(raw, wanted, every, True) is not None\n"
+        "print(json.dumps({'lines': lines, 'python': python, 'proved': proved, 'default': default, 'selection': selection}))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script, str(path), str(BENCH)], capture_output=True, text=True, env=trajlint_env(root), cwd=root
@@ -299,9 +303,13 @@ def report(path: Path, counts: dict, main: list[Subject], startup: list[Subject]
         share = census["python"] / max(1, census["lines"])
         lines.append(
             f"native core: {census['lines'] - census['python']:,} of {census['lines']:,} lines proved clean of "
-            f"strict-JSON problems; {census['python']:,} ({share:.1%}) went to the Python path to be explained. "
-            "With every rule selected, (b) and (c), everything after the strict-JSON checks is Python for every row:"
-            " the core does not prove the drift and health rules (TL5xx, TL6xx) yet, so no row takes the fast path."
+            f"strict-JSON problems; {census['python']:,} ({share:.1%}) went to the Python path to be explained."
+        )
+        default = census.get("default", 0)
+        lines.append(
+            f"fast path, every rule selected ((b), (c)): {default:,} of {census['lines']:,} lines "
+            f"({default / max(1, census['lines']):.1%}) proved clean of every rule, with their health judged by the core;"
+            f" the other {census['lines'] - default:,} went the Python way."
         )
         if census.get("selection"):
             proved = census.get("proved", 0)

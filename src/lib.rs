@@ -127,6 +127,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("COUNTS", families::COUNTS)?;
     m.add("STRUCTURE", families::STRUCTURE)?;
     m.add("OWNERSHIP", families::OWNERSHIP)?;
+    m.add("DRIFT", families::DRIFT)?;
     m.add("HEALTH", families::HEALTH)?;
     m.add("PROVED", families::PROVED)?;
     m.add("GAPS", row::GAPS)?;

@@ -193,21 +193,21 @@ impl<'a> Ledger<'a> {
     }
 }
 
-fn object(value: Option<&Value>) -> Option<&Map<String, Value>> {
+pub(crate) fn object(value: Option<&Value>) -> Option<&Map<String, Value>> {
     match value {
         Some(Value::Object(map)) => Some(map),
         _ => None,
     }
 }
 
-fn list(value: Option<&Value>) -> &[Value] {
+pub(crate) fn list(value: Option<&Value>) -> &[Value] {
     match value {
         Some(Value::Array(items)) => items,
         _ => &[],
     }
 }
 
-fn string(value: Option<&Value>) -> Option<&str> {
+pub(crate) fn string(value: Option<&Value>) -> Option<&str> {
     match value {
         Some(Value::String(text)) => Some(text),
         _ => None,
@@ -219,7 +219,7 @@ fn text(value: Option<&Value>) -> Option<&str> {
 }
 
 /// The dict items of a list, with their positions.
-fn objects(value: Option<&Value>) -> impl Iterator<Item = (usize, &Map<String, Value>)> {
+pub(crate) fn objects(value: Option<&Value>) -> impl Iterator<Item = (usize, &Map<String, Value>)> {
     list(value)
         .iter()
         .enumerate()
@@ -580,6 +580,68 @@ pub fn build(row: &Map<String, Value>) -> Option<Ledger<'_>> {
         unresolved: b.unresolved,
         index: b.index,
     })
+}
+
+/// An agent invocation (a stated one, or an observed record of kind `agent_invocation`) that the
+/// build keeps as valid (`AgentInvocation` as written, no value NeMo Gym's lax reading would
+/// change), so that its claims are `Claim.valid` in Python and an observed one takes part in the
+/// join. Its conversation is only required to be a list: the build drops the items that fail
+/// their schema and keeps the invocation. False means "not proved valid", not "invalid".
+pub fn proved_valid_invocation(invocation: &Map<String, Value>) -> bool {
+    let mut named = false;
+    for (key, value) in invocation {
+        let v = Some(value);
+        let ok = match key.as_str() {
+            "kind" => value.as_str() == Some("agent_invocation"),
+            "invocation_id" => {
+                named = value.is_string();
+                named
+            }
+            "parent_invocation_id" | "spawned_by_tool_call_id" | "error_type" => {
+                null_or(v, is_string)
+            }
+            "status" => matches!(
+                value.as_str(),
+                Some("completed" | "failed" | "incomplete" | "unknown")
+            ),
+            "duration_ms" => null_or(v, is_nonnegative),
+            "model_calls" => value
+                .as_array()
+                .is_some_and(|refs| refs.iter().all(proved_valid_ref)),
+            "conversation" => value.is_array(),
+            _ => false,
+        };
+        if !ok {
+            return false;
+        }
+    }
+    named
+}
+
+/// A `ModelCallRef` as the schema takes it: its three keys, and a join key (a non-empty id, or a
+/// model server object with a non-empty response id).
+fn proved_valid_ref(reference: &Value) -> bool {
+    let Some(map) = reference.as_object() else {
+        return false;
+    };
+    let fields_ok = map.iter().all(|(key, value)| match key.as_str() {
+        "model_call_id" | "response_id" => null_or(Some(value), is_string),
+        "model_ref" => null_or(Some(value), |r| {
+            r.as_object().is_some_and(|r| {
+                r.get("type").and_then(Value::as_str) == Some("responses_api_models")
+                    && r.get("name").is_some_and(Value::is_string)
+            })
+        }),
+        _ => false,
+    });
+    let nonempty = |key| {
+        map.get(key)
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.is_empty())
+    };
+    fields_ok
+        && (nonempty("model_call_id")
+            || (map.get("model_ref").is_some_and(Value::is_object) && nonempty("response_id")))
 }
 
 /// Whether the row holds an agent invocation anywhere (Python `walk.invocations`): observed

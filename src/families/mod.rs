@@ -5,6 +5,7 @@
 use serde_json::{Map, Value};
 
 pub mod counts;
+pub mod drift;
 pub mod health;
 pub mod ownership;
 pub mod schema;
@@ -18,19 +19,22 @@ pub const COUNTS: u32 = 2;
 pub const STRUCTURE: u32 = 4;
 /// TL201-TL209: who owns each model call (the ownership ledger).
 pub const OWNERSHIP: u32 = 8;
+/// TL501-TL502: the stated trajectory against the turns and join gaps of its evidence.
+pub const DRIFT: u32 = 16;
 
 /// TL601-TL609: NeMo Gym's rollout health checks (and the row's health judgement).
 pub const HEALTH: u32 = 32;
 
 /// The families whose proof is written: `trajlint.check.fast` asks the core only about these.
-pub const PROVED: u32 = SCHEMA | COUNTS | STRUCTURE | OWNERSHIP;
+pub const PROVED: u32 = SCHEMA | COUNTS | STRUCTURE | OWNERSHIP | DRIFT | HEALTH;
 
 pub type Proof = fn(&Map<String, Value>) -> bool;
 
-pub const ALL: [(u32, Proof); 5] = [
+pub const ALL: [(u32, Proof); 6] = [
     (SCHEMA, schema::clean),
     (COUNTS, counts::clean),
     (STRUCTURE, structure::clean),
     (OWNERSHIP, ownership::clean),
+    (DRIFT, drift::clean),
     (HEALTH, health::clean),
 ];

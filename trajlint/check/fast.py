@@ -27,12 +27,13 @@ from trajlint.health.view import Digest
 from trajlint.read import native
 
 #: Bits of the core's families (src/families/mod.rs) -> the rules each proves a row clean of.
-SCHEMA, COUNTS, STRUCTURE, OWNERSHIP, HEALTH = 1, 2, 4, 8, 32
+SCHEMA, COUNTS, STRUCTURE, OWNERSHIP, DRIFT, HEALTH = 1, 2, 4, 8, 16, 32
 FAMILIES: dict[int, frozenset[str]] = {
     SCHEMA: frozenset({"TL101", "TL102", "TL103", "TL104", "TL105", "TL107"}),
     COUNTS: frozenset({"TL301", "TL302", "TL303", "TL304"}),
     STRUCTURE: frozenset({"TL402", "TL403", "TL404", "TL405", "TL406", "TL407", "TL408", "TL409", "TL410"}),
     OWNERSHIP: frozenset({"TL201", "TL202", "TL203", "TL204", "TL205", "TL206", "TL207", "TL208", "TL209"}),
+    DRIFT: frozenset({"TL501", "TL502"}),
     HEALTH: frozenset({"TL601", "TL602", "TL603", "TL604", "TL605", "TL606", "TL607", "TL608", "TL609"}),
 }
 #: Rules about the line itself that a row the core parses cannot break: it is valid strict JSON
@@ -129,8 +130,9 @@ def prover() -> Any:
         return None
     module = native.module()
     proved = module.PROVED
-    if proved & SCHEMA and not validates_as_the_core(module):
-        proved &= ~SCHEMA
+    # The health judgement validates the stated trajectory as the schema family does.
+    if proved & (SCHEMA | HEALTH) and not validates_as_the_core(module):
+        proved &= ~(SCHEMA | HEALTH)
     return module.check_row, proved
 
 
