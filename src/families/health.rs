@@ -22,6 +22,7 @@ use jsonschema::{Registry, Validator};
 use serde_json::{json, Map, Value};
 
 use crate::build::ledger::{self, Kind, Ledger, RefKey, CAPTURE, OBSERVATIONS, STATED};
+use crate::build::turns::truthy;
 use crate::families::schema::DOCUMENTS;
 
 /// Bits of `Judgement::unobserved`, in the order of `trajlint.health.checks.ROW_CHECKS`.
@@ -152,18 +153,6 @@ fn negative_zero(value: Option<&Value>) -> bool {
     value
         .and_then(Value::as_f64)
         .is_some_and(|x| x == 0.0 && x.is_sign_negative())
-}
-
-/// Python truthiness of a JSON value.
-fn truthy(value: Option<&Value>) -> bool {
-    match value {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(Value::Number(n)) => n.as_f64().is_some_and(|x| x != 0.0),
-        Some(Value::String(s)) => !s.is_empty(),
-        Some(Value::Array(items)) => !items.is_empty(),
-        Some(Value::Object(map)) => !map.is_empty(),
-    }
 }
 
 /// Python `str.isspace` of one character: Unicode White_Space and the four separators
