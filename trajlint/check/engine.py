@@ -113,6 +113,7 @@ class RowChecker:
         self._uses: dict[tuple[str, frozenset[str]], int] = {}
         # Rules a row left unobserved that its plan counts as evaluated (see `UNOBSERVED`).
         self._unobserved: dict[str, int] = {}
+        self._judged: dict[tuple[tuple[str, frozenset[str]], frozenset[str]], tuple[str, ...]] = {}
         self.unit = UnitResult("")
 
     def _prover(self, rules: Sequence[RuleSpec], judges: bool = False) -> Callable[[bytes], Any] | None:
@@ -222,7 +223,7 @@ class RowChecker:
             applicable = reduced  # the core proved the line clean of every other one
             if subject.judgement is not None:
                 # The health rules it proved: as unobserved as the core judged them.
-                unobserved_now = self._judged_unobserved(key, subject.judgement)
+                unobserved_now = list(self._judged_unobserved(key, subject.judgement))
         for spec in applicable:
             try:
                 violations = spec.impl.check(subject)  # type: ignore[misc]
@@ -278,11 +279,16 @@ class RowChecker:
                     raise fast.mismatched_judgement(subject, judged, observed)
         unit.rows.append((subject.line, tuple(digests), observed))
 
-    def _judged_unobserved(self, key: tuple[str, frozenset[str]], judgement: Any) -> list[str]:
-        """The rules of a plan a proved row's health judgement leaves unobserved, in plan order."""
+    def _judged_unobserved(self, key: tuple[str, frozenset[str]], judgement: Any) -> tuple[str, ...]:
+        """The rules of a plan a proved row's health judgement leaves unobserved, in plan order
+        (memoized: a few combinations serve every row of a run)."""
         if judgement is None:
-            return []
-        return [spec.code for spec in self._plan(key)[0] if spec.code in judgement.unobserved]
+            return ()
+        memo_key = (key, judgement.unobserved)
+        codes = self._judged.get(memo_key)
+        if codes is None:
+            codes = self._judged[memo_key] = tuple(spec.code for spec in self._plan(key)[0] if spec.code in judgement.unobserved)
+        return codes
 
     def _compare_reduced(self, spec: RuleSpec, subject: Subject, found: list[Finding]) -> None:
         """A reduced rule finds the same on a proved row's reduced row as on the whole row: the
