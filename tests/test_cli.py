@@ -150,7 +150,8 @@ def test_internal_error_exits_2_without_traceback(tmp_path):
         "from trajlint.cli import main\n"
         "main()\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # The Python path: a row the native core proves clean is one no Python rule looks at.
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TRAJLINT_CORE": "off"}
     proc = subprocess.run(
         [sys.executable, str(script), "check", str(EXAMPLES / "clean.jsonl")],
         capture_output=True, env=env, cwd=tmp_path, text=True,
