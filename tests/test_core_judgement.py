@@ -111,7 +111,8 @@ def test_proved_rows_report_as_the_python_path(tmp_path, reference_core, monkeyp
     assert reference_core
 
 
-def test_a_wrong_judgement_stops_a_checked_run(tmp_path, reference_core, monkeypatch):
+def _checked_with(monkeypatch, change_judgement):
+    """Check mode on the fast path with the reference judge, its judgements changed."""
     monkeypatch.setattr(native, "mode", lambda: "check")
     check_row = fast.prover()[0]
 
@@ -119,37 +120,28 @@ def test_a_wrong_judgement_stops_a_checked_run(tmp_path, reference_core, monkeyp
         proof = check_row(raw, wanted, extracts, judges)
         if proof is None:
             return None
-        unobserved, fields = proof[3]
-        return (*proof[:3], (unobserved, (fields[0] + 1, *fields[1:])))
+        return (*proof[:3], change_judgement(*proof[3]))
 
     monkeypatch.setattr(fast, "prover", lambda: (wrong, sum(fast.FAMILIES)))
-    monkeypatch.setattr(native, "mode", lambda: "check")
+
+
+def test_a_wrong_judgement_stops_a_checked_run(tmp_path, reference_core, monkeypatch):
+    _checked_with(monkeypatch, lambda unobserved, fields: (unobserved, (fields[0] + 1, *fields[1:])))
     result = CliRunner().invoke(main, ["check", "--isolated", "--no-cache", "--jobs", "1", "--health-report", str(tmp_path / "h"), str(FILES[0])])
     assert result.exit_code == 2
     assert "the core judges the row's health as" in result.output
 
 
 def test_a_wrong_unobserved_set_stops_a_checked_run(tmp_path, reference_core, monkeypatch):
-    monkeypatch.setattr(native, "mode", lambda: "check")
-    check_row = fast.prover()[0]
-
-    def wrong(raw, wanted, extracts=0, judges=False):
-        proof = check_row(raw, wanted, extracts, judges)
-        if proof is None:
-            return None
-        unobserved, fields = proof[3]
-        return (*proof[:3], (unobserved ^ 0b111111111, fields))
-
-    monkeypatch.setattr(fast, "prover", lambda: (wrong, sum(fast.FAMILIES)))
-    monkeypatch.setattr(native, "mode", lambda: "check")
+    _checked_with(monkeypatch, lambda unobserved, fields: (unobserved ^ 0b111111111, fields))
     result = CliRunner().invoke(main, ["check", "--isolated", "--no-cache", "--jobs", "1", str(FILES[0])])
     assert result.exit_code == 2
     assert "disagree" in result.output
 
 
-def test_the_core_proves_no_row_of_a_judged_run_without_a_judge(core):
-    """Until the core judges health, a run with the health report asks for a judgement and the
-    core proves nothing: such a run goes the Python way."""
+def test_a_row_the_core_does_not_judge_is_not_proved_when_a_judgement_is_asked(core):
+    """The example's first row builds its turns from the evidence, which the health family does
+    not judge: a run with the health report takes it the Python way, a run without proves it."""
     raw = (EXAMPLES / "clean.jsonl").read_bytes().splitlines()[0]
     assert core.check_row(raw, 0) is not None
     assert core.check_row(raw, 0, 0, True) is None
