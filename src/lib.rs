@@ -4,6 +4,7 @@
 use pyo3::prelude::*;
 
 pub mod build;
+pub mod doc;
 pub mod families;
 pub mod row;
 pub mod strict;

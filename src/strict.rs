@@ -6,6 +6,10 @@
 //! It builds nothing: keys are compared as bytes (decoded only when they hold an escape), and
 //! only numbers that may not fit are converted. It never recurses, so no input can overflow the
 //! stack, and it never indexes out of bounds (every access is checked).
+//!
+//! `scan_doc` also builds the line's document (`crate::doc`) in the same pass.
+
+use crate::doc::{Doc, Node, Span, Tag, DECODED};
 
 /// orjson refuses the line (or may: the caller asks orjson, which explains why).
 pub const INVALID: u32 = 1;
@@ -19,6 +23,10 @@ const MAX_DEPTH: usize = 1024;
 /// Up to this many keys an object's keys are compared pairwise; beyond it they are sorted.
 const PAIRWISE_KEYS: usize = 24;
 
+/// serde_json's recursion limit: it reads arrays and objects nested fewer levels than this, and a
+/// `Doc` holds what serde_json reads (`scan_doc`).
+pub const DOC_DEPTH: usize = 128;
+
 /// Where a key's bytes are: in the line (no escape) or decoded into the scanner's arena.
 #[derive(Clone, Copy)]
 struct Key {
@@ -28,12 +36,24 @@ struct Key {
 }
 
 enum Frame {
-    /// An object whose keys start at this index of `keys`, with the arena at this length.
+    /// An object whose keys start at this index of `keys`, with the arena at this length; its
+    /// node in the document, when one is built.
     Object {
         keys: usize,
         arena: usize,
+        node: u32,
     },
-    Array,
+    Array {
+        node: u32,
+    },
+}
+
+impl Frame {
+    fn node(&self) -> u32 {
+        match self {
+            Frame::Object { node, .. } | Frame::Array { node } => *node,
+        }
+    }
 }
 
 struct Scanner<'a> {
@@ -43,6 +63,18 @@ struct Scanner<'a> {
     keys: Vec<Key>,
     arena: Vec<u8>,
     frames: Vec<Frame>,
+    /// The document being built (`scan_doc`), or None for a verdict alone.
+    doc: Option<Building>,
+}
+
+/// A document under construction: its nodes, its decoded strings, the key of the member whose
+/// value comes next, and whether it nests deeper than a `Doc` holds.
+#[derive(Default)]
+struct Building {
+    nodes: Vec<Node>,
+    decoded: Vec<u8>,
+    key: Span,
+    too_deep: bool,
 }
 
 type Step = Result<(), ()>;
@@ -55,20 +87,35 @@ pub fn scan(line: &[u8]) -> u32 {
     }
 }
 
-/// `scan` of a line already known to be UTF-8 (its parse then skips that check too).
+/// `scan` of a line already known to be UTF-8.
 pub fn scan_text(text: &str) -> u32 {
-    let mut scanner = Scanner {
-        line: text.as_bytes(),
-        at: 0,
-        flags: 0,
-        keys: Vec::new(),
-        arena: Vec::new(),
-        frames: Vec::new(),
-    };
+    let mut scanner = Scanner::new(text, None);
     match scanner.document() {
         Ok(()) => scanner.flags,
         Err(()) => INVALID,
     }
+}
+
+/// `scan_text`, and in the same pass the line's document when the verdict is clean (0) and it
+/// nests fewer than `DOC_DEPTH` levels.
+pub fn scan_doc(text: &str) -> (u32, Option<Doc<'_>>) {
+    let mut scanner = Scanner::new(text, Some(Building::default()));
+    if scanner.document().is_err() {
+        return (INVALID, None);
+    }
+    let flags = scanner.flags;
+    let Some(building) = scanner.doc.take() else {
+        return (flags, None);
+    };
+    if flags != 0 || building.too_deep {
+        return (flags, None);
+    }
+    let doc = String::from_utf8(building.decoded).ok().map(|decoded| Doc {
+        text,
+        nodes: building.nodes,
+        decoded,
+    });
+    (flags, doc)
 }
 
 const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
@@ -98,7 +145,67 @@ fn hex_value(digits: &[u8]) -> Option<u32> {
     Some(value)
 }
 
-impl Scanner<'_> {
+impl<'a> Scanner<'a> {
+    fn new(text: &'a str, doc: Option<Building>) -> Self {
+        Scanner {
+            line: text.as_bytes(),
+            at: 0,
+            flags: 0,
+            keys: Vec::new(),
+            arena: Vec::new(),
+            frames: Vec::new(),
+            doc,
+        }
+    }
+
+    /// A node for the value just read (from `start` to here), counted in its container; its
+    /// index. For a container, `payload` is completed when it closes.
+    #[inline]
+    fn push(&mut self, tag: Tag, payload: u64, start: usize) -> u32 {
+        let parent = self.frames.last().map(Frame::node);
+        let end = self.at as u32;
+        let Some(doc) = self.doc.as_mut() else {
+            return 0;
+        };
+        if let Some(parent) = parent {
+            if let Some(node) = doc.nodes.get_mut(parent as usize) {
+                node.payload += 1;
+            }
+        }
+        let index = doc.nodes.len() as u32;
+        doc.nodes.push(Node {
+            tag,
+            key: std::mem::take(&mut doc.key),
+            payload,
+            start: start as u32,
+            end,
+        });
+        index
+    }
+
+    /// A container opened at `start`: its node, and room for one more level in the document.
+    fn push_container(&mut self, tag: Tag, start: usize, empty: bool) -> u32 {
+        let level = self.frames.len() + 1;
+        let next = self.doc.as_ref().map_or(0, |d| d.nodes.len() as u64);
+        let index = self.push(tag, if empty { (next + 1) << 32 } else { 0 }, start);
+        if let Some(doc) = self.doc.as_mut() {
+            doc.too_deep |= level >= DOC_DEPTH;
+        }
+        index
+    }
+
+    /// The container of `node` closed here: where its descendants end, and its text.
+    fn close_container(&mut self, node: u32) {
+        let at = self.at as u32;
+        if let Some(doc) = self.doc.as_mut() {
+            let end = doc.nodes.len() as u64;
+            if let Some(node) = doc.nodes.get_mut(node as usize) {
+                node.payload |= end << 32;
+                node.end = at;
+            }
+        }
+    }
+
     #[inline]
     fn peek(&self) -> Option<u8> {
         self.line.get(self.at).copied()
@@ -141,38 +248,62 @@ impl Scanner<'_> {
             self.whitespace();
             match self.peek().ok_or(())? {
                 b'{' => {
+                    let start = self.at;
                     self.at += 1;
                     self.whitespace();
                     if self.peek() == Some(b'}') {
                         self.at += 1;
                         self.check_depth()?;
+                        self.push_container(Tag::Object, start, true);
                     } else {
+                        let node = self.push_container(Tag::Object, start, false);
                         self.open(Frame::Object {
                             keys: self.keys.len(),
                             arena: self.arena.len(),
+                            node,
                         })?;
                         self.member_key()?;
                         continue 'value;
                     }
                 }
                 b'[' => {
+                    let start = self.at;
                     self.at += 1;
                     self.whitespace();
                     if self.peek() == Some(b']') {
                         self.at += 1;
                         self.check_depth()?;
+                        self.push_container(Tag::Array, start, true);
                     } else {
-                        self.open(Frame::Array)?;
+                        let node = self.push_container(Tag::Array, start, false);
+                        self.open(Frame::Array { node })?;
                         continue 'value;
                     }
                 }
                 b'"' => {
-                    self.string(false)?;
+                    let start = self.at;
+                    let (from, to, escaped) = self.string()?;
+                    if self.doc.is_some() {
+                        let span = self.span(from, to, escaped)?;
+                        self.push(Tag::Str, span.bits(), start);
+                    }
                 }
                 b'-' | b'0'..=b'9' => self.number()?,
-                b't' => self.literal(b"true")?,
-                b'f' => self.literal(b"false")?,
-                b'n' => self.literal(b"null")?,
+                b't' => {
+                    let start = self.at;
+                    self.literal(b"true")?;
+                    self.push(Tag::True, 0, start);
+                }
+                b'f' => {
+                    let start = self.at;
+                    self.literal(b"false")?;
+                    self.push(Tag::False, 0, start);
+                }
+                b'n' => {
+                    let start = self.at;
+                    self.literal(b"null")?;
+                    self.push(Tag::Null, 0, start);
+                }
                 _ => return Err(()),
             }
             // After a value: a separator, the end of its container, or the end of the line.
@@ -192,7 +323,7 @@ impl Scanner<'_> {
                         self.member_key()?;
                         continue 'value;
                     }
-                    (Frame::Array, b',') => {
+                    (Frame::Array { .. }, b',') => {
                         self.at += 1;
                         continue 'value;
                     }
@@ -200,9 +331,11 @@ impl Scanner<'_> {
                         self.at += 1;
                         self.close_object();
                     }
-                    (Frame::Array, b']') => {
+                    (Frame::Array { node }, b']') => {
+                        let node = *node;
                         self.at += 1;
                         self.frames.pop();
+                        self.close_container(node);
                     }
                     _ => return Err(()),
                 }
@@ -215,15 +348,55 @@ impl Scanner<'_> {
         if self.peek() != Some(b'"') {
             return Err(());
         }
-        self.string(true)?;
+        let (start, end, escaped) = self.string()?;
+        let key = if escaped {
+            self.decode_key(start, end)?
+        } else {
+            Key {
+                start,
+                end,
+                decoded: false,
+            }
+        };
+        self.keys.push(key);
+        if self.doc.is_some() {
+            let span = self.span(start, end, escaped)?;
+            if let Some(doc) = self.doc.as_mut() {
+                doc.key = span;
+            }
+        }
         self.whitespace();
         self.expect(b':')
     }
 
+    /// The document's span of the string between `start` and `end`: in the line, or decoded.
+    fn span(&mut self, start: usize, end: usize, escaped: bool) -> Result<Span, ()> {
+        let Some(mut doc) = self.doc.take() else {
+            return Err(());
+        };
+        let span = if escaped {
+            let from = doc.decoded.len();
+            let decoded = decode(self.line, start, end, &mut doc.decoded);
+            let len = doc.decoded.len() - from;
+            decoded.map(|()| Span {
+                start: from as u32,
+                len: len as u32 | DECODED,
+            })
+        } else {
+            Ok(Span {
+                start: start as u32,
+                len: (end - start) as u32,
+            })
+        };
+        self.doc = Some(doc);
+        span
+    }
+
     fn close_object(&mut self) {
-        let Some(Frame::Object { keys, arena }) = self.frames.pop() else {
+        let Some(Frame::Object { keys, arena, node }) = self.frames.pop() else {
             return;
         };
+        self.close_container(node);
         if self.flags & REPEATED == 0 && self.repeats(keys) {
             self.flags |= REPEATED;
         }
@@ -323,7 +496,31 @@ impl Scanner<'_> {
         } else if (exponent || integer_digits > 300) && self.infinite(start) {
             return Err(());
         }
+        if self.doc.is_some() {
+            let (tag, payload) = self.number_value(start, negative, real)?;
+            self.push(tag, payload, start);
+        }
         Ok(())
+    }
+
+    /// The number from `start` to here as serde_json reads it: a non-negative integer as a u64,
+    /// a negative one as an i64, and `-0`, an integer beyond 64 bits and any number with a
+    /// fraction or an exponent as the nearest double.
+    fn number_value(&self, start: usize, negative: bool, real: bool) -> Result<(Tag, u64), ()> {
+        let text = std::str::from_utf8(&self.line[start..self.at]).map_err(|_| ())?;
+        if !real {
+            if negative {
+                if let Ok(value) = text.parse::<i64>() {
+                    if value != 0 {
+                        return Ok((Tag::NegInt, value as u64));
+                    }
+                }
+            } else if let Ok(value) = text.parse::<u64>() {
+                return Ok((Tag::PosInt, value));
+            }
+        }
+        let value = text.parse::<f64>().map_err(|_| ())?;
+        Ok((Tag::Float, value.to_bits()))
     }
 
     /// Whether the number from `start` to here is infinite as a (correctly rounded) double.
@@ -336,8 +533,9 @@ impl Scanner<'_> {
         }
     }
 
-    /// A string from its opening quote; a key is recorded in the current object.
-    fn string(&mut self, key: bool) -> Step {
+    /// A string from its opening quote: where its bytes are (between the quotes), and whether
+    /// it holds an escape.
+    fn string(&mut self) -> Result<(usize, usize, bool), ()> {
         self.at += 1;
         let start = self.at;
         let line = self.line;
@@ -367,19 +565,7 @@ impl Scanner<'_> {
         }
         let end = self.at;
         self.at += 1;
-        if key {
-            let key = if escaped {
-                self.decode_key(start, end)?
-            } else {
-                Key {
-                    start,
-                    end,
-                    decoded: false,
-                }
-            };
-            self.keys.push(key);
-        }
-        Ok(())
+        Ok((start, end, escaped))
     }
 
     /// One escape sequence from its backslash; a high surrogate must be followed by a low one.
@@ -421,49 +607,62 @@ impl Scanner<'_> {
     /// The key between `start` and `end` (escapes already checked), decoded into the arena.
     fn decode_key(&mut self, start: usize, end: usize) -> Result<Key, ()> {
         let from = self.arena.len();
-        let mut at = start;
-        while at < end {
-            let byte = self.line[at];
-            if byte != b'\\' {
-                self.arena.push(byte);
-                at += 1;
-                continue;
-            }
-            let kind = *self.line.get(at + 1).ok_or(())?;
-            let simple = match kind {
-                b'"' => Some(b'"'),
-                b'\\' => Some(b'\\'),
-                b'/' => Some(b'/'),
-                b'b' => Some(0x08),
-                b'f' => Some(0x0c),
-                b'n' => Some(b'\n'),
-                b'r' => Some(b'\r'),
-                b't' => Some(b'\t'),
-                _ => None,
-            };
-            if let Some(decoded) = simple {
-                self.arena.push(decoded);
-                at += 2;
-                continue;
-            }
-            let mut code = self.unit(at)?;
-            at += 6;
-            if (0xD800..=0xDBFF).contains(&code) {
-                let low = self.unit(at)?;
-                code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
-                at += 6;
-            }
-            let character = char::from_u32(code).ok_or(())?;
-            let mut buffer = [0u8; 4];
-            self.arena
-                .extend_from_slice(character.encode_utf8(&mut buffer).as_bytes());
-        }
+        decode(self.line, start, end, &mut self.arena)?;
         Ok(Key {
             start: from,
             end: self.arena.len(),
             decoded: true,
         })
     }
+}
+
+/// The string between `start` and `end` of `line` (its escapes already checked), decoded onto
+/// `out`.
+fn decode(line: &[u8], start: usize, end: usize, out: &mut Vec<u8>) -> Step {
+    let unit =
+        |at: usize| -> Result<u32, ()> { hex_value(line.get(at + 2..at + 6).ok_or(())?).ok_or(()) };
+    let mut at = start;
+    while at < end {
+        let byte = line[at];
+        if byte != b'\\' {
+            // Up to the next escape at once.
+            let next = line[at..end]
+                .iter()
+                .position(|&b| b == b'\\')
+                .map_or(end, |offset| at + offset);
+            out.extend_from_slice(&line[at..next]);
+            at = next;
+            continue;
+        }
+        let kind = *line.get(at + 1).ok_or(())?;
+        let simple = match kind {
+            b'"' => Some(b'"'),
+            b'\\' => Some(b'\\'),
+            b'/' => Some(b'/'),
+            b'b' => Some(0x08),
+            b'f' => Some(0x0c),
+            b'n' => Some(b'\n'),
+            b'r' => Some(b'\r'),
+            b't' => Some(b'\t'),
+            _ => None,
+        };
+        if let Some(decoded) = simple {
+            out.push(decoded);
+            at += 2;
+            continue;
+        }
+        let mut code = unit(at)?;
+        at += 6;
+        if (0xD800..=0xDBFF).contains(&code) {
+            let low = unit(at)?;
+            code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+            at += 6;
+        }
+        let character = char::from_u32(code).ok_or(())?;
+        let mut buffer = [0u8; 4];
+        out.extend_from_slice(character.encode_utf8(&mut buffer).as_bytes());
+    }
+    Ok(())
 }
 
 /// Whether the integer written with these digits (and sign) is an i64 or a u64.

@@ -120,6 +120,13 @@ fn simd_parse<'a>(line: &[u8], state: &'a mut State) -> Option<simd_json::Borrow
 
 const PARSERS: &[(&str, Parse)] = &[
     ("strict scan", |line, _| strict::scan(line) == 0),
+    ("strict scan + doc (one pass)", |line, _| {
+        std::str::from_utf8(line).is_ok_and(|text| {
+            let (_, doc) = strict::scan_doc(text);
+            black_box(&doc);
+            doc.is_some_and(|d| d.root().is_object())
+        })
+    }),
     ("serde_json Value (from_slice, now)", |line, _| {
         matches!(
             black_box(serde_json::from_slice::<serde_json::Value>(line)),
