@@ -46,23 +46,28 @@ fn check_row(
     judge: bool,
 ) -> Option<Proof> {
     py.allow_threads(|| {
-        let row = row::parse(line)?;
-        // The health family's proof is its judgement: made once, whether asked for or proved.
-        let others = wanted & !families::HEALTH;
-        if row::clean_families(&row, others) != others {
-            return None;
-        }
-        let judgement = if judge || wanted & families::HEALTH != 0 {
-            Some(families::health::judge(&row)?)
-        } else {
-            None
-        };
-        Some((
-            row::evidence(&row),
-            row::identity(&row)?,
-            row::extracted(&row, extracts)?,
-            judgement.filter(|_| judge).map(judgement_tuple),
-        ))
+        row::with_row(line, |row| {
+            // The health family's proof is its judgement: made once, whether asked for or
+            // proved. The others are asked one by one, and the first unproved ends the line.
+            let others = wanted & !families::HEALTH;
+            for (bit, proves) in families::ALL {
+                if others & bit != 0 && !proves(row) {
+                    return None;
+                }
+            }
+            let judgement = if judge || wanted & families::HEALTH != 0 {
+                Some(families::health::judge(row.serde()?)?)
+            } else {
+                None
+            };
+            Some((
+                row::evidence(row.doc),
+                row::identity(row.doc),
+                row::extracted(row.doc, extracts),
+                judgement.filter(|_| judge).map(judgement_tuple),
+            ))
+        })
+        .flatten()
     })
 }
 
@@ -70,7 +75,7 @@ fn check_row(
 /// object): what the differential tests compare family by family.
 #[pyfunction]
 fn clean_families(py: Python<'_>, line: &[u8], wanted: u32) -> u32 {
-    py.allow_threads(|| row::parse(line).map_or(0, |row| row::clean_families(&row, wanted)))
+    py.allow_threads(|| row::with_row(line, |row| row::clean_families(row, wanted)).unwrap_or(0))
 }
 
 /// The row's digest as a tuple of `trajlint.health.view.Digest`'s fields, in their order.
@@ -93,7 +98,12 @@ type DigestTuple = (
 /// differential tests compare with the Python health view.
 #[pyfunction]
 fn health_judgement(py: Python<'_>, line: &[u8]) -> Option<(u32, DigestTuple)> {
-    py.allow_threads(|| families::health::judge(&row::parse(line)?).map(judgement_tuple))
+    py.allow_threads(|| {
+        row::with_row(line, |row| {
+            families::health::judge(row.serde()?).map(judgement_tuple)
+        })
+        .flatten()
+    })
 }
 
 fn judgement_tuple(judgement: families::health::Judgement) -> (u32, DigestTuple) {

@@ -5,11 +5,9 @@
 //! nothing and the Python path (the reference) checks the row and explains what it finds. A
 //! family that is unsure answers "not proved": that costs speed, never correctness.
 
-use serde_json::{Map, Value};
-
-use crate::families;
+use crate::doc::{Json, Object, Value};
+use crate::families::{self, Row};
 use crate::strict;
-use crate::value;
 
 /// The top-level keys the run-level rules read of a row proved clean (its identity): the core
 /// hands their JSON text back, so the Python path derives the identity from them exactly as it
@@ -38,26 +36,22 @@ pub const MODEL_CALLS: u32 = 16;
 /// its own parse alone, never both. Rollout rows are tens to hundreds of kilobytes.
 pub const MAX_PROVED_LINE: usize = 8 * 1024 * 1024;
 
-/// The row of a line that orjson reads exactly as written (no repeated key, no integer beyond 64
-/// bits) and that is a JSON object; None for any other line, and for a line over
-/// `MAX_PROVED_LINE` bytes.
-pub fn parse(line: &[u8]) -> Option<Map<String, Value>> {
+/// `f` of the row of a line that orjson reads exactly as written (no repeated key, no integer
+/// beyond 64 bits), that is a JSON object and that nests no deeper than serde_json reads; None
+/// for any other line, and for a line over `MAX_PROVED_LINE` bytes.
+pub fn with_row<T>(line: &[u8], f: impl FnOnce(&Row<'_>) -> T) -> Option<T> {
     if line.len() > MAX_PROVED_LINE {
         return None;
     }
-    // UTF-8 is checked once, for the scan and the parse both.
     let text = std::str::from_utf8(line).ok()?;
-    if strict::scan_text(text) != 0 {
-        return None;
-    }
-    match value::from_str(text) {
-        Ok(Value::Object(map)) => Some(map),
-        _ => None,
-    }
+    let (_, doc) = strict::scan_doc(text);
+    let doc = doc?;
+    let object = doc.root().as_object()?;
+    Some(f(&Row::new(text, object)))
 }
 
 /// The evidence the row holds: a section present and not null, and model calls to judge.
-pub fn evidence(row: &Map<String, Value>) -> u32 {
+pub fn evidence(row: Object<'_>) -> u32 {
     let mut bits = 0;
     for (key, bit) in [
         ("ng_model_call_capture", CAPTURE),
@@ -65,7 +59,7 @@ pub fn evidence(row: &Map<String, Value>) -> u32 {
         ("ng_trajectory", TRAJECTORY),
         ("ng_verifier_invocations", VERIFIERS),
     ] {
-        if !matches!(row.get(key), None | Some(Value::Null)) {
+        if row.get(key).is_some_and(|v| !v.is_null()) {
             bits |= bit;
         }
     }
@@ -77,28 +71,46 @@ pub fn evidence(row: &Map<String, Value>) -> u32 {
     bits
 }
 
-fn holds_calls(row: &Map<String, Value>, section: &str, part: &str) -> bool {
-    matches!(
-        row.get(section).and_then(|s| s.get(part)),
-        Some(Value::Array(items)) if !items.is_empty()
-    )
+fn holds_calls(row: Object<'_>, section: &str, part: &str) -> bool {
+    row.get(section)
+        .and_then(|s| s.get(part))
+        .and_then(Value::as_array)
+        .is_some_and(|items| !items.is_empty())
 }
 
-/// The JSON text of the row's identity keys that it holds, in `IDENTITY_KEYS` order; None when
-/// some identity value holds a negative zero. serde_json reads both `-0` and `-0.0` as the float
-/// -0.0, while orjson reads `-0` as the integer 0, and the two name different rollouts: the text
-/// no longer tells which the line wrote, so such a row is not proved and the Python path reads it.
-pub fn identity(row: &Map<String, Value>) -> Option<Vec<(&'static str, String)>> {
-    let mut pairs = Vec::new();
-    for key in IDENTITY_KEYS {
-        if let Some(value) = row.get(key) {
-            if holds_negative_zero(value) {
-                return None;
-            }
-            pairs.push((key, value.to_string()));
+/// `evidence` of serde_json's `Value` of a row, for the families that still read it.
+pub fn serde_evidence(row: &serde_json::Map<String, serde_json::Value>) -> u32 {
+    use serde_json::Value as Serde;
+    let mut bits = 0;
+    for (key, bit) in [
+        ("ng_model_call_capture", CAPTURE),
+        ("ng_agent_observations", OBSERVATIONS),
+        ("ng_trajectory", TRAJECTORY),
+        ("ng_verifier_invocations", VERIFIERS),
+    ] {
+        if !matches!(row.get(key), None | Some(Serde::Null)) {
+            bits |= bit;
         }
     }
-    Some(pairs)
+    let holds = |section: &str, part: &str| {
+        matches!(
+            row.get(section).and_then(|s| s.get(part)),
+            Some(Serde::Array(items)) if !items.is_empty()
+        )
+    };
+    if holds("ng_model_call_capture", "calls") || holds("ng_trajectory", "model_calls") {
+        bits |= MODEL_CALLS;
+    }
+    bits
+}
+
+/// The JSON text of the row's identity keys that it holds, in `IDENTITY_KEYS` order: each value
+/// as the line writes it, so that the Python path reads it exactly as it reads the whole line.
+pub fn identity(row: Object<'_>) -> Vec<(&'static str, String)> {
+    IDENTITY_KEYS
+        .iter()
+        .filter_map(|&key| Some((key, row.get(key)?.raw().to_owned())))
+        .collect()
 }
 
 /// Parts of a row that the run still reads of a line proved clean of every other rule: (section,
@@ -116,53 +128,25 @@ pub const GAPS: u32 = 1;
 pub const STATED_ID: u32 = 2;
 
 /// The JSON text of each part of `EXTRACTS` that `wanted` asks for and the row holds (its
-/// section an object that has the key), as (section, key, text); None when one holds a negative
-/// zero (see `identity`).
-pub fn extracted(
-    row: &Map<String, Value>,
-    wanted: u32,
-) -> Option<Vec<(&'static str, &'static str, String)>> {
+/// section an object that has the key), as (section, key, text), as the line writes it.
+pub fn extracted(row: Object<'_>, wanted: u32) -> Vec<(&'static str, &'static str, String)> {
     let mut parts = Vec::new();
     for (section, key, bit) in EXTRACTS {
         if wanted & bit == 0 {
             continue;
         }
-        if let Some(value) = row
-            .get(section)
-            .and_then(Value::as_object)
-            .and_then(|s| s.get(key))
-        {
-            if holds_negative_zero(value) {
-                return None;
+        let section_value = row.get(section).map(Value::view);
+        if let Some(Json::Object(members)) = section_value {
+            if let Some(value) = members.get(key) {
+                parts.push((section, key, value.raw().to_owned()));
             }
-            parts.push((section, key, value.to_string()));
         }
     }
-    Some(parts)
-}
-
-/// Whether a float -0.0 is anywhere in `value`. Iterative: no value can overflow the stack.
-fn holds_negative_zero(value: &Value) -> bool {
-    let mut pending = vec![value];
-    while let Some(value) = pending.pop() {
-        match value {
-            Value::Number(number)
-                if number
-                    .as_f64()
-                    .is_some_and(|x| x == 0.0 && x.is_sign_negative()) =>
-            {
-                return true;
-            }
-            Value::Array(items) => pending.extend(items),
-            Value::Object(members) => pending.extend(members.values()),
-            _ => {}
-        }
-    }
-    false
+    parts
 }
 
 /// The families of `wanted` (bits of `families`) that the row is proved clean of.
-pub fn clean_families(row: &Map<String, Value>, wanted: u32) -> u32 {
+pub fn clean_families(row: &Row<'_>, wanted: u32) -> u32 {
     let mut clean = 0;
     for (bit, proves) in families::ALL {
         if wanted & bit != 0 && proves(row) {

@@ -10,9 +10,9 @@
 //!   value the row holds; so is each part of `EXTRACTS` the row holds (the gap lists).
 #![no_main]
 
-use _core::families;
+use _core::families::{self, Row};
 use _core::row::{self, EXTRACTS, IDENTITY_KEYS};
-use _core::strict;
+use _core::{strict, value};
 use libfuzzer_sys::fuzz_target;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -50,7 +50,8 @@ fn depth(line: &[u8]) -> usize {
 
 fuzz_target!(|data: &[u8]| {
     let every = families::ALL.iter().fold(0, |bits, (bit, _)| bits | bit);
-    let Some(row) = row::parse(data) else {
+    let checked = row::with_row(data, |row| check(data, row, every));
+    if checked.is_none() {
         // Not a row: either the scanner refuses it, or it is no object, or it nests too deep
         // for serde_json (the Python path reads it and explains it).
         if strict::scan(data) == 0 && depth(data) < SERDE_DEPTH {
@@ -61,65 +62,71 @@ fuzz_target!(|data: &[u8]| {
                 "a strict JSON object serde_json does not read"
             );
         }
-        return;
-    };
+    }
+});
+
+fn check(data: &[u8], row: &Row<'_>, every: u32) {
     assert_eq!(strict::scan(data), 0);
     assert!(depth(data) < SERDE_DEPTH);
+    // The document reads as serde_json reads the line.
+    let serde = value::from_str(row.text).expect("a row serde_json does not read");
+    assert_eq!(
+        row.doc.as_value().to_serde().to_string(),
+        serde.to_string(),
+        "a document that reads otherwise than serde_json"
+    );
+    let Value::Object(map) = &serde else {
+        panic!("a row that is no object to serde_json");
+    };
 
-    let clean = row::clean_families(&row, every);
+    let clean = row::clean_families(row, every);
     assert_eq!(clean & !every, 0, "a family bit no family has");
     let mut alone = 0;
     for (bit, _) in families::ALL {
-        alone |= row::clean_families(&row, bit);
+        alone |= row::clean_families(row, bit);
     }
     assert_eq!(
         alone, clean,
         "families proved alone differ from families proved together"
     );
-    assert_eq!(row::clean_families(&row, 0), 0);
+    assert_eq!(row::clean_families(row, 0), 0);
 
-    assert!(row::evidence(&row) < 32, "an evidence bit beyond EVIDENCE");
+    assert!(row::evidence(row.doc) < 32, "an evidence bit beyond EVIDENCE");
 
-    assert_eq!(row::extracted(&row, 0).map(|parts| parts.len()), Some(0));
-    if let Some(parts) = row::extracted(&row, row::GAPS | row::STATED_ID) {
-        let held: Vec<(&str, &str)> = EXTRACTS
-            .iter()
-            .map(|(section, key, _)| (*section, *key))
-            .filter(|(section, key)| {
-                row.get(*section)
-                    .and_then(Value::as_object)
-                    .is_some_and(|members| members.contains_key(*key))
-            })
-            .collect();
-        let named: Vec<(&str, &str)> = parts.iter().map(|(s, k, _)| (*s, *k)).collect();
+    assert_eq!(row::extracted(row.doc, 0).len(), 0);
+    let parts = row::extracted(row.doc, row::GAPS | row::STATED_ID);
+    let held: Vec<(&str, &str)> = EXTRACTS
+        .iter()
+        .map(|(section, key, _)| (*section, *key))
+        .filter(|(section, key)| {
+            map.get(*section)
+                .and_then(Value::as_object)
+                .is_some_and(|members| members.contains_key(*key))
+        })
+        .collect();
+    let named: Vec<(&str, &str)> = parts.iter().map(|(s, k, _)| (*s, *k)).collect();
+    assert_eq!(named, held, "extracted parts other than those the row holds");
+    for (section, key, text) in &parts {
+        let value: Value = serde_json::from_str(text).expect("a part whose text is not JSON");
         assert_eq!(
-            named, held,
-            "extracted parts other than those the row holds"
+            &value, &map[*section][*key],
+            "a part whose text reads back as another value"
         );
-        for (section, key, text) in &parts {
-            let value: Value = serde_json::from_str(text).expect("a part whose text is not JSON");
-            assert_eq!(
-                &value, &row[*section][*key],
-                "a part whose text reads back as another value"
-            );
-            assert_eq!(
-                strict::scan(text.as_bytes()),
-                0,
-                "a part's text orjson would not read as is"
-            );
-        }
+        assert_eq!(
+            strict::scan(text.as_bytes()),
+            0,
+            "a part's text orjson would not read as is"
+        );
     }
 
     // The identity's text must read back, through orjson, as what the line holds: the same
     // value, and each number an integer exactly where the line writes one (orjson reads `-0` as
     // the integer 0, serde_json as the float -0.0).
-    let Some(identity) = row::identity(&row) else {
-        return;
-    };
+    let identity = row::identity(row.doc);
     let expected: Vec<&str> = IDENTITY_KEYS
         .iter()
         .copied()
-        .filter(|key| row.contains_key(*key))
+        .filter(|key| map.contains_key(*key))
         .collect();
     let keys: Vec<&str> = identity.iter().map(|(key, _)| *key).collect();
     assert_eq!(keys, expected);
@@ -127,7 +134,7 @@ fuzz_target!(|data: &[u8]| {
     for (key, text) in &identity {
         let value: Value = serde_json::from_str(text).expect("identity text that is not JSON");
         assert_eq!(
-            &value, &row[*key],
+            &value, &map[*key],
             "identity text that reads back as another value"
         );
         assert_eq!(
@@ -141,7 +148,7 @@ fuzz_target!(|data: &[u8]| {
             "identity text with a number read as another kind than the line's"
         );
     }
-});
+}
 
 /// For each number of a JSON text, in order, whether it is written as an integer (orjson reads
 /// it as an int, else as a float).

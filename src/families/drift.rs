@@ -24,11 +24,12 @@ use crate::build::ledger::{self, list, object, objects, string, Kind, Ledger, Pl
 use crate::build::ledger::{CAPTURE, OBSERVATIONS, STATED};
 use crate::build::turns::{self, Turn};
 use crate::row::{
-    evidence, CAPTURE as HAS_CAPTURE, MODEL_CALLS, OBSERVATIONS as HAS_OBSERVATIONS, TRAJECTORY,
+    serde_evidence, CAPTURE as HAS_CAPTURE, MODEL_CALLS, OBSERVATIONS as HAS_OBSERVATIONS,
+    TRAJECTORY,
 };
 
 pub fn clean(row: &Map<String, Value>) -> bool {
-    let held = evidence(row);
+    let held = serde_evidence(row);
     let drift_runs = held & (TRAJECTORY | MODEL_CALLS) == TRAJECTORY | MODEL_CALLS;
     let gaps_run = held & (TRAJECTORY | HAS_OBSERVATIONS | HAS_CAPTURE)
         == TRAJECTORY | HAS_OBSERVATIONS | HAS_CAPTURE;

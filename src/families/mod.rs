@@ -2,7 +2,12 @@
 //! true only when the Python path would find nothing of any of its rules on the row: when in
 //! doubt, false. `trajlint.check.fast.FAMILIES` names the rules of each bit.
 
+use std::cell::OnceCell;
+
 use serde_json::{Map, Value};
+
+use crate::doc::Object;
+use crate::value;
 
 pub mod counts;
 pub mod drift;
@@ -28,13 +33,42 @@ pub const HEALTH: u32 = 32;
 /// The families whose proof is written: `trajlint.check.fast` asks the core only about these.
 pub const PROVED: u32 = SCHEMA | COUNTS | STRUCTURE | OWNERSHIP | DRIFT | HEALTH;
 
-pub type Proof = fn(&Map<String, Value>) -> bool;
+/// A row as the families read it: its document, and (made once, when a family asks for it)
+/// serde_json's `Value` of its line, which the families not yet written on the document read.
+pub struct Row<'d> {
+    pub text: &'d str,
+    pub doc: Object<'d>,
+    serde: OnceCell<Option<Map<String, Value>>>,
+}
+
+impl<'d> Row<'d> {
+    pub fn new(text: &'d str, doc: Object<'d>) -> Self {
+        Row {
+            text,
+            doc,
+            serde: OnceCell::new(),
+        }
+    }
+
+    /// serde_json's `Value` of the line (None when serde_json does not read it as an object,
+    /// which the document says it is: then no family relying on it proves anything).
+    pub fn serde(&self) -> Option<&Map<String, Value>> {
+        self.serde
+            .get_or_init(|| match value::from_str(self.text) {
+                Ok(Value::Object(map)) => Some(map),
+                _ => None,
+            })
+            .as_ref()
+    }
+}
+
+pub type Proof = fn(&Row<'_>) -> bool;
 
 pub const ALL: [(u32, Proof); 6] = [
-    (SCHEMA, schema::clean),
-    (COUNTS, counts::clean),
-    (STRUCTURE, structure::clean),
-    (OWNERSHIP, ownership::clean),
-    (DRIFT, drift::clean),
-    (HEALTH, health::clean),
+    (SCHEMA, |row| schema::clean(row.doc)),
+    (COUNTS, |row| row.serde().is_some_and(counts::clean)),
+    (STRUCTURE, |row| row.serde().is_some_and(structure::clean)),
+    (OWNERSHIP, |row| row.serde().is_some_and(ownership::clean)),
+    (DRIFT, |row| row.serde().is_some_and(drift::clean)),
+    (HEALTH, |row| row.serde().is_some_and(health::clean)),
 ];

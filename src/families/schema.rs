@@ -29,6 +29,9 @@ use std::sync::OnceLock;
 use jsonschema::{Registry, Validator};
 use serde_json::{json, Map, Value};
 
+use crate::doc::schema::DocJson;
+use crate::doc::{Json, Object};
+
 /// The version of the `jsonschema` crate (Cargo.toml pins it): that of the jsonschema-rs Python
 /// package the Python rules validate with. The fast path proves this family only when they agree.
 pub const JSONSCHEMA: &str = "0.61.2";
@@ -74,7 +77,7 @@ const INDICES: [&str; 2] = ["_ng_task_index", "_ng_rollout_index"];
 
 /// A validator for each property of the row schema.
 struct RowSchema {
-    properties: HashMap<String, Validator>,
+    properties: HashMap<String, Validator<DocJson>>,
 }
 
 /// The row schema's validators, built once; None when the documents hold something this proof
@@ -105,7 +108,7 @@ fn build() -> Option<RowSchema> {
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "$ref": format!("{row_uri}#/properties/{name}"),
         });
-        let validator = jsonschema::options()
+        let validator = jsonschema::options_for::<DocJson>()
             .with_registry(&registry)
             .offline()
             .build(&part)
@@ -149,13 +152,13 @@ fn modelled_row(row: &Value) -> Option<&Map<String, Value>> {
         .then_some(properties)
 }
 
-pub fn clean(row: &Map<String, Value>) -> bool {
+pub fn clean(row: Object<'_>) -> bool {
     let Some(schema) = row_schema() else {
         return false;
     };
     canonical_indices(row)
-        && !matches!(row.get("ng_trajectory"), Some(Value::Null))
-        && !matches!(row.get("ng_perf"), Some(Value::Null))
+        && !row.get("ng_trajectory").is_some_and(|v| v.is_null())
+        && !row.get("ng_perf").is_some_and(|v| v.is_null())
         && !lax::coerced(row)
         && row.iter().all(|(key, value)| {
             schema
@@ -166,19 +169,19 @@ pub fn clean(row: &Map<String, Value>) -> bool {
 }
 
 /// Both indices present, each as NeMo Gym writes it (`trajlint.check.noncanonical._index`).
-fn canonical_indices(row: &Map<String, Value>) -> bool {
-    let task = match row.get("_ng_task_index") {
-        Some(Value::Number(n)) => n.is_u64(),
-        Some(Value::String(_)) => true,
+fn canonical_indices(row: Object<'_>) -> bool {
+    let task = match row.get("_ng_task_index").map(|v| v.view()) {
+        Some(Json::Number(n)) => n.is_u64(),
+        Some(Json::String(_)) => true,
         _ => false,
     };
-    let rollout = matches!(row.get("_ng_rollout_index"), Some(Value::Number(n)) if n.is_u64());
+    let rollout = row.get("_ng_rollout_index").is_some_and(|v| v.is_u64());
     task && rollout
 }
 
 /// The scalars NeMo Gym's lax validation would coerce (`trajlint.contract.lax`).
 mod lax {
-    use serde_json::{Map, Value};
+    use crate::doc::{Json, Object, Value};
 
     #[derive(Clone, Copy)]
     enum Kind {
@@ -257,37 +260,29 @@ mod lax {
 
     /// Whether the value is of the JSON type NeMo Gym writes for `kind` (a boolean is no
     /// number, a float no integer: Python's `type(value) in written`).
-    fn written(value: &Value, kind: Kind) -> bool {
-        match (value, kind) {
-            (Value::Number(n), Integer) => n.is_u64() || n.is_i64(),
-            (Value::Number(_), Number) | (Value::Bool(_), Boolean) => true,
+    fn written(value: Value<'_>, kind: Kind) -> bool {
+        match (value.view(), kind) {
+            (Json::Number(n), Integer) => n.is_u64() || n.is_i64(),
+            (Json::Number(_), Number) | (Json::Bool(_), Boolean) => true,
             _ => false,
         }
     }
 
-    fn odd(item: &Map<String, Value>, fields: Fields) -> bool {
+    fn odd(item: Object<'_>, fields: Fields) -> bool {
         fields.iter().any(|(name, kind)| {
             item.get(*name)
                 .is_some_and(|value| !value.is_null() && !written(value, *kind))
         })
     }
 
-    fn objects<'a>(
-        section: &'a Map<String, Value>,
-        part: &str,
-    ) -> impl Iterator<Item = &'a Map<String, Value>> {
-        section
-            .get(part)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_object)
+    fn objects<'a>(section: Object<'a>, part: &str) -> impl Iterator<Item = Object<'a>> {
+        crate::doc::items(section.get(part)).filter_map(Value::as_object)
     }
 
     /// Whether the build would find a value NeMo Gym reads only by coercing it (or one it
     /// rejects: either way the row is not proved here).
-    pub fn coerced(row: &Map<String, Value>) -> bool {
-        if let Some(Value::Object(stated)) = row.get("ng_trajectory") {
+    pub fn coerced(row: Object<'_>) -> bool {
+        if let Some(stated) = row.get("ng_trajectory").and_then(Value::as_object) {
             for (part, fields) in STATED_MODELS {
                 for item in objects(stated, part) {
                     if odd(item, fields) {
@@ -295,7 +290,10 @@ mod lax {
                     }
                     if part == "model_calls" {
                         for (sub, sub_fields) in CALL_PARTS {
-                            if matches!(item.get(sub), Some(Value::Object(inner)) if odd(inner, sub_fields))
+                            if item
+                                .get(sub)
+                                .and_then(Value::as_object)
+                                .is_some_and(|inner| odd(inner, sub_fields))
                             {
                                 return true;
                             }
@@ -304,12 +302,12 @@ mod lax {
                 }
             }
         }
-        if let Some(Value::Object(bundle)) = row.get("ng_agent_observations") {
+        if let Some(bundle) = row.get("ng_agent_observations").and_then(Value::as_object) {
             for record in objects(bundle, "records") {
-                let model = match record.get("kind") {
-                    Some(Value::String(kind)) => RECORD_MODELS
+                let model = match record.get("kind").and_then(Value::as_str) {
+                    Some(kind) => RECORD_MODELS
                         .iter()
-                        .find(|(name, _)| name == kind)
+                        .find(|(name, _)| *name == kind)
                         .map(|(_, fields)| *fields),
                     _ => None,
                 };

@@ -159,18 +159,18 @@ const PARSERS: &[(&str, Parse)] = &[
                 Ok(serde_json::Value::Object(_))
             )
     }),
-    ("row::parse (scan + Value, as built)", |line, _| {
-        black_box(row::parse(line)).is_some()
+    ("row::with_row (scan + document, as built)", |line, _| {
+        black_box(row::with_row(line, |row| row.doc.len())).is_some()
     }),
     ("check_row(raw, 0) minus Python, as built", |line, _| {
-        row::parse(line).is_some_and(|row| {
+        row::with_row(line, |row| {
             black_box((
-                row::clean_families(&row, 0),
-                row::evidence(&row),
-                row::identity(&row),
+                row::clean_families(row, 0),
+                row::evidence(row.doc),
+                row::identity(row.doc),
             ));
-            true
         })
+        .is_some()
     }),
     (
         "serde_json Value, BTreeMap (no preserve_order)",
