@@ -9,7 +9,7 @@
 //! not model it, so any such value (a float, a boolean or a string where a count belongs) is not
 //! proved.
 
-use serde_json::{Map, Number, Value};
+use crate::doc::{items, Json, Number, Object, Value};
 
 /// One count field (`countfields.Count`): its name, whether it counts things (an integer), and
 /// its lower bound.
@@ -82,35 +82,35 @@ const TTFT: [Field; 1] = [measure("latency_ttft_ms")];
 const CAPTURE_TOTAL: [&str; 3] = ["tokens_in", "tokens_out", "tokens_total"];
 const STATS_TOTAL: [&str; 3] = ["prompt_tokens", "completion_tokens", "total_tokens"];
 
-pub fn clean(row: &Map<String, Value>) -> bool {
+pub fn clean(row: Object<'_>) -> bool {
     capture_clean(row) && observations_clean(row) && trajectory_clean(row) && verifiers_clean(row)
 }
 
-fn capture_clean(row: &Map<String, Value>) -> bool {
-    let Some(Value::Object(capture)) = row.get("ng_model_call_capture") else {
+fn capture_clean(row: Object<'_>) -> bool {
+    let Some(capture) = row.get("ng_model_call_capture").and_then(Value::as_object) else {
         return true;
     };
     let calls_clean = objects(capture.get("calls")).all(|call| {
         counts_clean(call, &CAPTURE_CALL) && total_clean(call, &CAPTURE_TOTAL) && in_order(call)
     });
     calls_clean
-        && match capture.get("metrics") {
-            Some(Value::Object(metrics)) => {
+        && capture
+            .get("metrics")
+            .and_then(Value::as_object)
+            .is_none_or(|metrics| {
                 counts_clean(metrics, &CAPTURE_METRICS) && total_clean(metrics, &CAPTURE_TOTAL)
-            }
-            _ => true,
-        }
+            })
 }
 
-fn observations_clean(row: &Map<String, Value>) -> bool {
-    let Some(Value::Object(observations)) = row.get("ng_agent_observations") else {
+fn observations_clean(row: Object<'_>) -> bool {
+    let Some(observations) = row.get("ng_agent_observations").and_then(Value::as_object) else {
         return true;
     };
     objects(observations.get("records")).all(|record| {
-        let Some(Value::String(kind)) = record.get("kind") else {
+        let Some(kind) = record.get("kind").and_then(Value::as_str) else {
             return true;
         };
-        match kind.as_str() {
+        match kind {
             "agent_invocation" => counts_clean(record, &DURATION),
             "tool_call" => counts_clean(record, &DURATION) && in_order(record),
             "sandbox" => counts_clean(record, &SANDBOX),
@@ -120,8 +120,8 @@ fn observations_clean(row: &Map<String, Value>) -> bool {
     })
 }
 
-fn trajectory_clean(row: &Map<String, Value>) -> bool {
-    let Some(Value::Object(stated)) = row.get("ng_trajectory") else {
+fn trajectory_clean(row: Object<'_>) -> bool {
+    let Some(stated) = row.get("ng_trajectory").and_then(Value::as_object) else {
         return true;
     };
     objects(stated.get("invocations")).all(|invocation| counts_clean(invocation, &DURATION))
@@ -129,36 +129,32 @@ fn trajectory_clean(row: &Map<String, Value>) -> bool {
         && objects(stated.get("model_calls")).all(|call| {
             counts_clean(call, &DURATION)
                 && in_order(call)
-                && match call.get("response_metadata") {
-                    Some(Value::Object(metadata)) => counts_clean(metadata, &TTFT),
-                    _ => true,
-                }
-                && match call.get("token_stats") {
-                    Some(Value::Object(stats)) => {
+                && call
+                    .get("response_metadata")
+                    .and_then(Value::as_object)
+                    .is_none_or(|metadata| counts_clean(metadata, &TTFT))
+                && call
+                    .get("token_stats")
+                    .and_then(Value::as_object)
+                    .is_none_or(|stats| {
                         counts_clean(stats, &TOKEN_STATS) && total_clean(stats, &STATS_TOTAL)
-                    }
-                    _ => true,
-                }
+                    })
         })
         && objects(stated.get("tool_calls"))
             .all(|tool| counts_clean(tool, &DURATION) && in_order(tool))
 }
 
-fn verifiers_clean(row: &Map<String, Value>) -> bool {
+fn verifiers_clean(row: Object<'_>) -> bool {
     objects(row.get("ng_verifier_invocations"))
         .all(|verifier| counts_clean(verifier, &DURATION) && in_order(verifier))
 }
 
 /// The objects of a list (`walk.items`: anything else in it, or anything but a list, is skipped).
-fn objects(list: Option<&Value>) -> impl Iterator<Item = &Map<String, Value>> {
-    let items: &[Value] = match list {
-        Some(Value::Array(items)) => items,
-        _ => &[],
-    };
-    items.iter().filter_map(Value::as_object)
+fn objects(list: Option<Value<'_>>) -> impl Iterator<Item = Object<'_>> {
+    items(list).filter_map(Value::as_object)
 }
 
-fn counts_clean(item: &Map<String, Value>, fields: &[Field]) -> bool {
+fn counts_clean(item: Object<'_>, fields: &[Field]) -> bool {
     fields.iter().all(|field| match item.get(field.name) {
         None => true,
         Some(value) => count_clean(value, field),
@@ -166,9 +162,9 @@ fn counts_clean(item: &Map<String, Value>, fields: &[Field]) -> bool {
 }
 
 /// Neither `negative-count` nor `non-integer-count` reports the value (`count_defects`).
-fn count_clean(value: &Value, field: &Field) -> bool {
-    match value {
-        Value::Number(number) => {
+fn count_clean(value: Value<'_>, field: &Field) -> bool {
+    match value.view() {
+        Json::Number(number) => {
             if let Some(unsigned) = number.as_u64() {
                 field.minimum <= 0 || unsigned >= field.minimum as u64
             } else if let Some(signed) = number.as_i64() {
@@ -183,15 +179,15 @@ fn count_clean(value: &Value, field: &Field) -> bool {
         }
         // A boolean or a numeric string is lax for a count (and a string is not modelled);
         // for a measure, neither is a number, so neither rule reads it.
-        Value::Bool(_) | Value::String(_) => !field.integer,
+        Json::Bool(_) | Json::String(_) => !field.integer,
         // null (no value) and arrays or objects (`lax_kind` is None, never negative).
-        Value::Null | Value::Array(_) | Value::Object(_) => true,
+        Json::Null | Json::Array(_) | Json::Object(_) => true,
     }
 }
 
 /// `token-total-inconsistent`: no total below input + output when all three are usable counts
 /// (JSON integers >= 0; `values.nonnegative_int`).
-fn total_clean(item: &Map<String, Value>, names: &[&str; 3]) -> bool {
+fn total_clean(item: Object<'_>, names: &[&str; 3]) -> bool {
     let usable = |name: &str| item.get(name).and_then(Value::as_u64);
     match (usable(names[0]), usable(names[1]), usable(names[2])) {
         (Some(tokens_in), Some(tokens_out), Some(total)) => {
@@ -202,18 +198,19 @@ fn total_clean(item: &Map<String, Value>, names: &[&str; 3]) -> bool {
 }
 
 /// `time-reversed`: not completed before started, when both are numbers (not booleans).
-fn in_order(item: &Map<String, Value>) -> bool {
-    match (item.get("started_at"), item.get("completed_at")) {
-        (Some(Value::Number(started)), Some(Value::Number(completed))) => {
-            not_before(completed, started).unwrap_or(false)
-        }
+fn in_order(item: Object<'_>) -> bool {
+    match (
+        item.get("started_at").and_then(Value::as_number),
+        item.get("completed_at").and_then(Value::as_number),
+    ) {
+        (Some(started), Some(completed)) => not_before(completed, started).unwrap_or(false),
         _ => true,
     }
 }
 
 /// Whether `a >= b` as Python compares the numbers (exactly, an int with a float too), or None
 /// when the answer would need more than this models.
-fn not_before(a: &Number, b: &Number) -> Option<bool> {
+fn not_before(a: Number, b: Number) -> Option<bool> {
     match (exact_int(a), exact_int(b)) {
         (Some(x), Some(y)) => Some(x >= y),
         (None, None) => Some(a.as_f64()? >= b.as_f64()?),
@@ -222,7 +219,7 @@ fn not_before(a: &Number, b: &Number) -> Option<bool> {
     }
 }
 
-fn exact_int(number: &Number) -> Option<i128> {
+fn exact_int(number: Number) -> Option<i128> {
     number
         .as_i64()
         .map(i128::from)

@@ -66,8 +66,8 @@ pub type Proof = fn(&Row<'_>) -> bool;
 
 pub const ALL: [(u32, Proof); 6] = [
     (SCHEMA, |row| schema::clean(row.doc)),
-    (COUNTS, |row| row.serde().is_some_and(counts::clean)),
-    (STRUCTURE, |row| row.serde().is_some_and(structure::clean)),
+    (COUNTS, |row| counts::clean(row.doc)),
+    (STRUCTURE, |row| structure::clean(row.doc)),
     (OWNERSHIP, |row| row.serde().is_some_and(ownership::clean)),
     (DRIFT, |row| row.serde().is_some_and(drift::clean)),
     (HEALTH, |row| row.serde().is_some_and(health::clean)),

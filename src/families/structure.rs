@@ -15,7 +15,7 @@ mod identity;
 
 use std::collections::{HashMap, HashSet};
 
-use serde_json::{Map, Value};
+use crate::doc::{Json, Object, Value};
 
 const CAPTURE: &str = "ng_model_call_capture";
 const OBSERVATIONS: &str = "ng_agent_observations";
@@ -23,13 +23,13 @@ const STATED: &str = "ng_trajectory";
 const VERIFIERS: &str = "ng_verifier_invocations";
 
 /// True only when none of TL402-TL410 finds anything on the row.
-pub fn clean(row: &Map<String, Value>) -> bool {
+pub fn clean(row: Object<'_>) -> bool {
     let stated = |part: &str| items(row, &[STATED, part]);
     // `walk.records` of the three kinds read here, in one pass.
     let (mut agent, mut tool, mut compaction) = (Vec::new(), Vec::new(), Vec::new());
     for record in items(row, &[OBSERVATIONS, "records"]) {
-        if let Some(Value::String(kind)) = record.get("kind") {
-            match kind.as_str() {
+        if let Some(kind) = record.get("kind").and_then(Value::as_str) {
+            match kind {
                 "agent_invocation" => agent.push(record),
                 "tool_call" => tool.push(record),
                 "context_compaction" => compaction.push(record),
@@ -66,7 +66,7 @@ pub fn clean(row: &Map<String, Value>) -> bool {
     // TL407-TL409: the invocations wherever they stand, the bundle's first.
     let mut known: HashSet<&str> = HashSet::with_capacity(agent.len() + stated_invocations.len());
     let mut claims: Vec<(&str, &str)> = Vec::new();
-    for invocation in agent.iter().chain(&stated_invocations) {
+    for &invocation in agent.iter().chain(&stated_invocations) {
         if let Some(id) = string(invocation, "invocation_id") {
             known.insert(id);
             if let Some(parent) = string(invocation, "parent_invocation_id") {
@@ -96,35 +96,31 @@ pub fn clean(row: &Map<String, Value>) -> bool {
 }
 
 /// The objects of the list at `path` (a section key, then keys), as `walk.items` visits them.
-fn items<'a>(row: &'a Map<String, Value>, path: &[&str]) -> Vec<&'a Map<String, Value>> {
-    let mut node: Option<&Value> = row.get(path[0]);
+fn items<'d>(row: Object<'d>, path: &[&str]) -> Vec<Object<'d>> {
+    let mut node = row.get(path[0]);
     for key in &path[1..] {
-        node = match node {
-            Some(Value::Object(map)) => map.get(*key),
-            _ => return Vec::new(),
+        node = match node.and_then(Value::as_object) {
+            Some(map) => map.get(key),
+            None => return Vec::new(),
         };
     }
-    match node {
-        Some(Value::Array(list)) => list.iter().filter_map(Value::as_object).collect(),
-        _ => Vec::new(),
-    }
+    crate::doc::items(node)
+        .filter_map(Value::as_object)
+        .collect()
 }
 
 /// The value of `field` when it is a string (any, the empty one too).
-fn string<'a>(item: &'a Map<String, Value>, field: &str) -> Option<&'a str> {
-    match item.get(field) {
-        Some(Value::String(s)) => Some(s),
-        _ => None,
-    }
+fn string<'d>(item: Object<'d>, field: &str) -> Option<&'d str> {
+    item.get(field).and_then(Value::as_str)
 }
 
 /// `walk.text`: a usable id, a non-empty string.
-fn text<'a>(item: &'a Map<String, Value>, field: &str) -> Option<&'a str> {
+fn text<'d>(item: Object<'d>, field: &str) -> Option<&'d str> {
     string(item, field).filter(|s| !s.is_empty())
 }
 
 /// Whether two of the items have one usable id in `field`.
-fn repeats<'a>(found: impl Iterator<Item = &'a Map<String, Value>>, field: &str) -> bool {
+fn repeats<'d>(found: impl Iterator<Item = Object<'d>>, field: &str) -> bool {
     let mut seen = HashSet::new();
     found
         .filter_map(|item| text(item, field))
@@ -134,9 +130,9 @@ fn repeats<'a>(found: impl Iterator<Item = &'a Map<String, Value>>, field: &str)
 /// An integer as Python reads it (`type(x) is int`): Some(Some(n)) for an integer, Some(None)
 /// for any other value, None when unsure. orjson reads `-0` as the integer 0 where serde_json
 /// reads the float -0.0, so a negative zero is unsure.
-fn integer(value: Option<&Value>) -> Option<Option<i128>> {
-    match value {
-        Some(Value::Number(n)) => {
+fn integer(value: Option<Value<'_>>) -> Option<Option<i128>> {
+    match value.map(Value::view) {
+        Some(Json::Number(n)) => {
             if let Some(i) = n.as_i64() {
                 Some(Some(i128::from(i)))
             } else if let Some(u) = n.as_u64() {
@@ -154,13 +150,13 @@ fn integer(value: Option<&Value>) -> Option<Option<i128>> {
 
 /// TL404: two turns with one string `invocation_id` and one integer `turn_no` (or a turn whose
 /// number this module cannot read as Python does).
-fn turn_numbers_repeat(turns: &[&Map<String, Value>]) -> bool {
+fn turn_numbers_repeat(turns: &[Object<'_>]) -> bool {
     let mut seen = HashSet::with_capacity(turns.len());
     for turn in turns {
         let Some(number) = integer(turn.get("turn_no")) else {
             return true;
         };
-        if let (Some(id), Some(number)) = (string(turn, "invocation_id"), number) {
+        if let (Some(id), Some(number)) = (string(*turn, "invocation_id"), number) {
             if !seen.insert((id, number)) {
                 return true;
             }
@@ -170,7 +166,7 @@ fn turn_numbers_repeat(turns: &[&Map<String, Value>]) -> bool {
 }
 
 /// TL410: two tool calls of one list with one string `(invocation_id, tool_call_id)`.
-fn tool_calls_repeat<'a>(found: impl Iterator<Item = &'a Map<String, Value>>) -> bool {
+fn tool_calls_repeat<'d>(found: impl Iterator<Item = Object<'d>>) -> bool {
     let mut seen = HashSet::new();
     found
         .filter_map(|tool| {
@@ -184,15 +180,15 @@ fn tool_calls_repeat<'a>(found: impl Iterator<Item = &'a Map<String, Value>>) ->
 
 /// TL405: every turn's string `task_id` and `rollout_id` equal its trajectory record's (where
 /// that is a string too).
-fn turns_name_their_rollout(row: &Map<String, Value>, turns: &[&Map<String, Value>]) -> bool {
-    let Some(Value::Object(record)) = row.get(STATED) else {
+fn turns_name_their_rollout(row: Object<'_>, turns: &[Object<'_>]) -> bool {
+    let Some(record) = row.get(STATED).and_then(Value::as_object) else {
         return true; // no turns are walked
     };
     for name in ["task_id", "rollout_id"] {
         if let Some(expected) = string(record, name) {
             if turns
                 .iter()
-                .any(|turn| string(turn, name).is_some_and(|value| value != expected))
+                .any(|turn| string(*turn, name).is_some_and(|value| value != expected))
             {
                 return false;
             }
@@ -242,11 +238,7 @@ fn has_cycle(claims: &[(&str, &str)]) -> bool {
 
 /// TL408: every parent is among the row's invocations, or the gaps say it is unavailable (for
 /// the whole tree, or for the invocation naming it).
-fn parents_explained(
-    row: &Map<String, Value>,
-    known: &HashSet<&str>,
-    claims: &[(&str, &str)],
-) -> bool {
+fn parents_explained(row: Object<'_>, known: &HashSet<&str>, claims: &[(&str, &str)]) -> bool {
     if claims.iter().all(|(_, parent)| known.contains(parent)) {
         return true;
     }
@@ -257,12 +249,12 @@ fn parents_explained(
             let invocation = gap.get("invocation_id");
             if code == Some("subagent_hierarchy_incomplete")
                 || (code == Some("subagent_parent_unavailable")
-                    && matches!(invocation, None | Some(Value::Null)))
+                    && invocation.is_none_or(Value::is_null))
             {
                 return true;
             }
             if code == Some("subagent_parent_unavailable") {
-                if let Some(Value::String(id)) = invocation {
+                if let Some(id) = invocation.and_then(Value::as_str) {
                     named.insert(id);
                 }
             }
@@ -278,10 +270,10 @@ mod tests {
     use super::*;
 
     fn proves(json: &str) -> bool {
-        match serde_json::from_str::<Value>(json) {
-            Ok(Value::Object(row)) => clean(&row),
-            _ => panic!("not an object: {json}"),
-        }
+        let (_, doc) = crate::strict::scan_doc(json);
+        let doc = doc.unwrap_or_else(|| panic!("not strict JSON: {json}"));
+        let row = doc.root().as_object();
+        clean(row.unwrap_or_else(|| panic!("not an object: {json}")))
     }
 
     #[test]

@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use serde_json::{Map, Value};
+use crate::doc::{Json, Object, Value};
 
 use super::{integer, string, CAPTURE, STATED};
 
@@ -15,13 +15,13 @@ type Modelled<T> = Result<T, ()>;
 
 /// True only when TL406 finds nothing: no compared id is a string, or the row derives no
 /// identity, or each string id equals the derived one.
-pub fn matches(row: &Map<String, Value>) -> bool {
+pub fn matches(row: Object<'_>) -> bool {
     let mut found: Vec<(bool, &str)> = Vec::with_capacity(3); // (is the task id, the id)
-    if let Some(Value::Object(stated)) = row.get(STATED) {
+    if let Some(stated) = row.get(STATED).and_then(Value::as_object) {
         found.extend(string(stated, "task_id").map(|id| (true, id)));
         found.extend(string(stated, "rollout_id").map(|id| (false, id)));
     }
-    if let Some(Value::Object(capture)) = row.get(CAPTURE) {
+    if let Some(capture) = row.get(CAPTURE).and_then(Value::as_object) {
         found.extend(string(capture, "rollout_id").map(|id| (false, id)));
     }
     if found.is_empty() {
@@ -48,17 +48,17 @@ pub fn matches(row: &Map<String, Value>) -> bool {
 }
 
 /// `python_str` of the values whose `str()` is written here exactly.
-fn python_str(value: &Value) -> Modelled<Cow<'_, str>> {
-    match value {
-        Value::String(s) => Ok(Cow::Borrowed(s)),
-        Value::Bool(true) => Ok(Cow::Borrowed("True")),
-        Value::Bool(false) => Ok(Cow::Borrowed("False")),
-        Value::Null => Ok(Cow::Borrowed("None")),
-        Value::Number(_) => match integer(Some(value)) {
+fn python_str(value: Value<'_>) -> Modelled<Cow<'_, str>> {
+    match value.view() {
+        Json::String(s) => Ok(Cow::Borrowed(s)),
+        Json::Bool(true) => Ok(Cow::Borrowed("True")),
+        Json::Bool(false) => Ok(Cow::Borrowed("False")),
+        Json::Null => Ok(Cow::Borrowed("None")),
+        Json::Number(_) => match integer(Some(value)) {
             Some(Some(n)) => Ok(Cow::Owned(n.to_string())),
             _ => Err(()),
         },
-        Value::Array(_) | Value::Object(_) => {
+        Json::Array(_) | Json::Object(_) => {
             let mut out = String::new();
             python_repr(value, &mut out)?;
             Ok(Cow::Owned(out))
@@ -70,10 +70,10 @@ fn python_str(value: &Value) -> Modelled<Cow<'_, str>> {
 /// strings of ASCII only (beyond it, which characters Python escapes depends on its Unicode
 /// tables), integers, booleans, null, and lists and objects of these. Nesting is bounded by the
 /// parser's depth limit.
-fn python_repr(value: &Value, out: &mut String) -> Modelled<()> {
-    match value {
-        Value::String(s) => repr_str(s, out)?,
-        Value::Array(items) => {
+fn python_repr(value: Value<'_>, out: &mut String) -> Modelled<()> {
+    match value.view() {
+        Json::String(s) => repr_str(s, out)?,
+        Json::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
@@ -83,7 +83,7 @@ fn python_repr(value: &Value, out: &mut String) -> Modelled<()> {
             }
             out.push(']');
         }
-        Value::Object(map) => {
+        Json::Object(map) => {
             out.push('{');
             for (i, (key, item)) in map.iter().enumerate() {
                 if i > 0 {
@@ -95,7 +95,7 @@ fn python_repr(value: &Value, out: &mut String) -> Modelled<()> {
             }
             out.push('}');
         }
-        scalar => out.push_str(&python_str(scalar)?),
+        _ => out.push_str(&python_str(value)?),
     }
     Ok(())
 }
@@ -128,11 +128,11 @@ fn repr_str(s: &str, out: &mut String) -> Modelled<()> {
     Ok(())
 }
 
-fn present<'a>(row: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+fn present<'d>(row: Object<'d>, key: &str) -> Option<Value<'d>> {
     row.get(key).filter(|value| !value.is_null())
 }
 
-fn task_id(row: &Map<String, Value>) -> Modelled<Option<Cow<'_, str>>> {
+fn task_id(row: Object<'_>) -> Modelled<Option<Cow<'_, str>>> {
     for key in ["_ng_task_id", "task_id", "problem_id", "instance_id"] {
         if let Some(value) = present(row, key) {
             return python_str(value).map(Some);
@@ -145,16 +145,17 @@ fn task_id(row: &Map<String, Value>) -> Modelled<Option<Cow<'_, str>>> {
 }
 
 /// `-a{n}` for a retry, "" for the first attempt, None when the attempt index is unusable.
-fn attempt_suffix(row: &Map<String, Value>) -> Modelled<Option<String>> {
-    let attempt = match row.get("_ng_attempt_index") {
-        None | Some(Value::Null) => return Ok(Some(String::new())),
-        Some(Value::Bool(b)) => i128::from(*b),
-        Some(value @ Value::Number(_)) => match integer(Some(value)) {
+fn attempt_suffix(row: Object<'_>) -> Modelled<Option<String>> {
+    let value = row.get("_ng_attempt_index");
+    let attempt = match value.map(Value::view) {
+        None | Some(Json::Null) => return Ok(Some(String::new())),
+        Some(Json::Bool(b)) => i128::from(b),
+        Some(Json::Number(_)) => match integer(value) {
             Some(Some(n)) => n,
             _ => return Err(()), // a float: Python takes an integral one as an int
         },
-        Some(Value::Array(_) | Value::Object(_)) => return Ok(None),
-        Some(Value::String(_)) => return Err(()), // Python's int() of a string
+        Some(Json::Array(_) | Json::Object(_)) => return Ok(None),
+        Some(Json::String(_)) => return Err(()), // Python's int() of a string
     };
     Ok(Some(if attempt > 0 {
         format!("-a{attempt}")
@@ -170,13 +171,13 @@ fn explicit_rollout_id(id: &str) -> bool {
         && bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
-fn rollout_id(row: &Map<String, Value>) -> Modelled<Option<String>> {
+fn rollout_id(row: Object<'_>) -> Modelled<Option<String>> {
     let Some(suffix) = attempt_suffix(row)? else {
         return Ok(None);
     };
     if let Some(explicit) = present(row, "_ng_rollout_id") {
-        return Ok(match explicit {
-            Value::String(id) if explicit_rollout_id(id) => Some(format!("{id}{suffix}")),
+        return Ok(match explicit.as_str() {
+            Some(id) if explicit_rollout_id(id) => Some(format!("{id}{suffix}")),
             _ => None,
         });
     }
