@@ -68,7 +68,7 @@ pub const ALL: [(u32, Proof); 6] = [
     (SCHEMA, |row| schema::clean(row.doc)),
     (COUNTS, |row| row.serde().is_some_and(counts::clean)),
     (STRUCTURE, |row| row.serde().is_some_and(structure::clean)),
-    (OWNERSHIP, |row| row.serde().is_some_and(ownership::clean)),
-    (DRIFT, |row| row.serde().is_some_and(drift::clean)),
-    (HEALTH, |row| row.serde().is_some_and(health::clean)),
+    (OWNERSHIP, |row| ownership::clean(row.doc)),
+    (DRIFT, |row| drift::clean(row.doc)),
+    (HEALTH, |row| health::clean(row.doc)),
 ];
