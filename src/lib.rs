@@ -56,7 +56,7 @@ fn check_row(
                 }
             }
             let judgement = if judge || wanted & families::HEALTH != 0 {
-                Some(families::health::judge(row.serde()?)?)
+                Some(families::health::judge(row.doc)?)
             } else {
                 None
             };
@@ -100,7 +100,7 @@ type DigestTuple = (
 fn health_judgement(py: Python<'_>, line: &[u8]) -> Option<(u32, DigestTuple)> {
     py.allow_threads(|| {
         row::with_row(line, |row| {
-            families::health::judge(row.serde()?).map(judgement_tuple)
+            families::health::judge(row.doc).map(judgement_tuple)
         })
         .flatten()
     })

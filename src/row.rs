@@ -78,32 +78,6 @@ fn holds_calls(row: Object<'_>, section: &str, part: &str) -> bool {
         .is_some_and(|items| !items.is_empty())
 }
 
-/// `evidence` of serde_json's `Value` of a row, for the families that still read it.
-pub fn serde_evidence(row: &serde_json::Map<String, serde_json::Value>) -> u32 {
-    use serde_json::Value as Serde;
-    let mut bits = 0;
-    for (key, bit) in [
-        ("ng_model_call_capture", CAPTURE),
-        ("ng_agent_observations", OBSERVATIONS),
-        ("ng_trajectory", TRAJECTORY),
-        ("ng_verifier_invocations", VERIFIERS),
-    ] {
-        if !matches!(row.get(key), None | Some(Serde::Null)) {
-            bits |= bit;
-        }
-    }
-    let holds = |section: &str, part: &str| {
-        matches!(
-            row.get(section).and_then(|s| s.get(part)),
-            Some(Serde::Array(items)) if !items.is_empty()
-        )
-    };
-    if holds("ng_model_call_capture", "calls") || holds("ng_trajectory", "model_calls") {
-        bits |= MODEL_CALLS;
-    }
-    bits
-}
-
 /// The JSON text of the row's identity keys that it holds, in `IDENTITY_KEYS` order: each value
 /// as the line writes it, so that the Python path reads it exactly as it reads the whole line.
 pub fn identity(row: Object<'_>) -> Vec<(&'static str, String)> {

@@ -9,11 +9,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde_json::{Map, Value};
-
 use crate::build::ledger::{
     list, object, objects, ref_key, string, Ledger, RefKey, CAPTURE, OBSERVATIONS,
 };
+use crate::doc::{Json, Object, Value};
 
 pub const UNMATCHED: &str = "model_call_reference_unmatched";
 pub const AMBIGUOUS: &str = "model_call_reference_ambiguous";
@@ -50,29 +49,29 @@ fn label<'a>(key: Option<RefKey<'a>>) -> Option<&'a str> {
 }
 
 /// Python's `str()` of a captured call's `call_index`, for the shapes whose text is certain.
-fn index_text(value: Option<&Value>) -> Option<String> {
-    match value {
-        None | Some(Value::Null) => Some("None".to_owned()),
-        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Some(n.to_string()),
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Bool(b)) => Some(if *b { "True" } else { "False" }.to_owned()),
+fn index_text(value: Option<Value<'_>>) -> Option<String> {
+    match value.map(Value::view) {
+        None | Some(Json::Null) => Some("None".to_owned()),
+        Some(Json::Number(n)) if n.is_i64() || n.is_u64() => Some(n.to_serde().to_string()),
+        Some(Json::String(s)) => Some(s.to_owned()),
+        Some(Json::Bool(b)) => Some(if b { "True" } else { "False" }.to_owned()),
         _ => None,
     }
 }
 
 /// The join's gaps, in the order Python writes them; empty when the join does not run.
-pub fn gaps<'a>(row: &'a Map<String, Value>, ledger: &Ledger<'a>) -> Option<Vec<Gap<'a>>> {
+pub fn gaps<'a>(row: Object<'a>, ledger: &Ledger<'a>) -> Option<Vec<Gap<'a>>> {
     let (Some(bundle), Some(capture)) = (object(row.get(OBSERVATIONS)), object(row.get(CAPTURE)))
     else {
         return Some(Vec::new());
     };
     let calls = &ledger.calls;
-    let raw_calls = list(capture.get("calls"));
+    let raw_calls: Vec<Value> = list(capture.get("calls")).collect();
     let raw = |position: usize| {
         calls[position]
             .capture
             .and_then(|k| raw_calls.get(k))
-            .and_then(Value::as_object)
+            .and_then(|v| v.as_object())
     };
     // The join's index holds the captured calls only: a form's candidates, less the others.
     // Each form is looked up once: thousands of references may name one id thousands of calls
@@ -105,15 +104,13 @@ pub fn gaps<'a>(row: &'a Map<String, Value>, ledger: &Ledger<'a>) -> Option<Vec<
     }
     let mut owned: Vec<Option<&str>> = vec![None; calls.len()];
     let mut found = Vec::new();
-    let records: Vec<&Map<String, Value>> =
-        objects(bundle.get("records")).map(|(_, r)| r).collect();
+    let records: Vec<Object> = objects(bundle.get("records")).map(|(_, r)| r).collect();
     for record in &records {
         if string(record.get("kind")) != Some("agent_invocation") {
             continue;
         }
         let owner = string(record.get("invocation_id"))?;
         let mut refs: Vec<Option<RefKey>> = list(record.get("model_calls"))
-            .iter()
             .filter(|r| r.is_object())
             .map(ref_key)
             .collect();
@@ -160,9 +157,10 @@ pub fn gaps<'a>(row: &'a Map<String, Value>, ledger: &Ledger<'a>) -> Option<Vec<
             continue;
         }
         let owner = string(record.get("invocation_id"))?;
-        let refs: &[Value] = match record.get("model_calls") {
-            Some(Value::Array(refs)) => refs,
-            other if !crate::build::turns::truthy(other) => &[],
+        let model_calls = record.get("model_calls");
+        let refs = match model_calls.map(Value::view) {
+            Some(Json::Array(_)) => list(model_calls),
+            _ if !crate::build::turns::truthy(model_calls) => list(None),
             _ => return None, // `or []` iterates whatever else it is
         };
         for reference in refs {
@@ -217,8 +215,7 @@ mod tests {
 
     #[test]
     fn claims_sessions_and_the_calls_nobody_owns() {
-        let row: Map<String, Value> = serde_json::from_str(
-            r#"{
+        let text = r#"{
             "ng_model_call_capture": {"calls": [
                 {"model_call_id": "a", "call_index": 0},
                 {"model_call_id": "b", "call_index": 1, "client_session_id": "i"},
@@ -229,16 +226,15 @@ mod tests {
                 {"kind": "agent_invocation", "invocation_id": "j", "model_calls": [{"model_call_id": "a"}]},
                 {"kind": "context_compaction", "invocation_id": "j", "model_calls": [{"model_call_id": "c"}],
                  "before_model_call": {"model_call_id": "b"}}]}
-        }"#,
-        )
-        .unwrap();
-        let ledger = ledger::build(&row).unwrap();
+        }"#;
+        let row = crate::build::parsed(text).as_object().unwrap();
+        let ledger = ledger::build(row).unwrap();
         // The call at index 2.5 is unowned: Python writes its index as the float's text.
-        assert!(gaps(&row, &ledger).is_none());
-        let mut row = row;
-        row["ng_model_call_capture"]["calls"][2]["call_index"] = Value::from(2);
-        let ledger = ledger::build(&row).unwrap();
-        let found = gaps(&row, &ledger).unwrap();
+        assert!(gaps(row, &ledger).is_none());
+        let text = text.replace(r#""call_index": 2.5"#, r#""call_index": 2"#);
+        let row = crate::build::parsed(&text).as_object().unwrap();
+        let ledger = ledger::build(row).unwrap();
+        let found = gaps(row, &ledger).unwrap();
         let said: Vec<_> = found
             .iter()
             .map(|g| (g.code, g.invocation, g.detail.clone()))

@@ -17,7 +17,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde_json::{Map, Value};
+use crate::doc::{self, Children, Object, Value};
 
 pub const STATED: &str = "ng_trajectory";
 pub const OBSERVATIONS: &str = "ng_agent_observations";
@@ -193,47 +193,38 @@ impl<'a> Ledger<'a> {
     }
 }
 
-pub(crate) fn object(value: Option<&Value>) -> Option<&Map<String, Value>> {
-    match value {
-        Some(Value::Object(map)) => Some(map),
-        _ => None,
-    }
+pub(crate) fn object(value: Option<Value<'_>>) -> Option<Object<'_>> {
+    value.and_then(Value::as_object)
 }
 
-pub(crate) fn list(value: Option<&Value>) -> &[Value] {
-    match value {
-        Some(Value::Array(items)) => items,
-        _ => &[],
-    }
+/// The elements of a list; none for any other value.
+pub(crate) fn list(value: Option<Value<'_>>) -> Children<'_> {
+    doc::items(value)
 }
 
-pub(crate) fn string(value: Option<&Value>) -> Option<&str> {
-    match value {
-        Some(Value::String(text)) => Some(text),
-        _ => None,
-    }
+pub(crate) fn string(value: Option<Value<'_>>) -> Option<&str> {
+    value.and_then(Value::as_str)
 }
 
-fn text(value: Option<&Value>) -> Option<&str> {
+fn text(value: Option<Value<'_>>) -> Option<&str> {
     string(value).filter(|t| !t.is_empty())
 }
 
 /// The dict items of a list, with their positions.
-pub(crate) fn objects(value: Option<&Value>) -> impl Iterator<Item = (usize, &Map<String, Value>)> {
+pub(crate) fn objects(value: Option<Value<'_>>) -> impl Iterator<Item = (usize, Object<'_>)> {
     list(value)
-        .iter()
         .enumerate()
         .filter_map(|(i, v)| v.as_object().map(|m| (i, m)))
 }
 
 /// Python `server_key`: a model_ref object with a string type and name.
-pub fn server_key(value: Option<&Value>) -> Option<Server<'_>> {
+pub fn server_key(value: Option<Value<'_>>) -> Option<Server<'_>> {
     let map = object(value)?;
     Some((string(map.get("type"))?, string(map.get("name"))?))
 }
 
 /// Python `ref_key`.
-pub fn ref_key(value: &Value) -> Option<RefKey<'_>> {
+pub fn ref_key(value: Value<'_>) -> Option<RefKey<'_>> {
     let map = value.as_object()?;
     Some(RefKey {
         call_id: text(map.get("model_call_id")),
@@ -242,37 +233,37 @@ pub fn ref_key(value: &Value) -> Option<RefKey<'_>> {
     })
 }
 
-fn null_or(value: Option<&Value>, ok: impl Fn(&Value) -> bool) -> bool {
+fn null_or(value: Option<Value<'_>>, ok: impl Fn(Value<'_>) -> bool) -> bool {
     match value {
-        None | Some(Value::Null) => true,
-        Some(v) => ok(v),
+        None => true,
+        Some(v) => v.is_null() || ok(v),
     }
 }
 
-fn is_number(v: &Value) -> bool {
+fn is_number(v: Value<'_>) -> bool {
     v.is_number()
 }
 
-fn is_nonnegative(v: &Value) -> bool {
+fn is_nonnegative(v: Value<'_>) -> bool {
     v.as_f64().is_some_and(|n| n >= 0.0)
 }
 
 /// An integer as NeMo Gym writes one (no `12.0`: lax reading would coerce it).
-fn is_integer(v: &Value) -> bool {
+fn is_integer(v: Value<'_>) -> bool {
     v.is_i64() || v.is_u64()
 }
 
-fn is_string(v: &Value) -> bool {
+fn is_string(v: Value<'_>) -> bool {
     v.is_string()
 }
 
 /// A stated model call that passes `TrajectoryModelCall` as written (no value NeMo Gym's lax
 /// reading would change): the build keeps such a call whatever else the section holds. False
 /// means "not proved valid", not "invalid".
-fn proved_valid_call(call: &Map<String, Value>) -> bool {
+fn proved_valid_call(call: Object<'_>) -> bool {
     for (key, value) in call {
         let v = Some(value);
-        let ok = match key.as_str() {
+        let ok = match key {
             "model_call_id" => null_or(v, is_string),
             "started_at" | "completed_at" => null_or(v, is_number),
             "duration_ms" => null_or(v, is_nonnegative),
@@ -281,7 +272,7 @@ fn proved_valid_call(call: &Map<String, Value>) -> bool {
             "token_stats" => value.as_object().is_some_and(|stats| {
                 stats.iter().all(|(name, count)| {
                     matches!(
-                        name.as_str(),
+                        name,
                         "prompt_tokens"
                             | "completion_tokens"
                             | "reasoning_tokens"
@@ -299,10 +290,10 @@ fn proved_valid_call(call: &Map<String, Value>) -> bool {
     true
 }
 
-fn proved_valid_metadata(meta: &Map<String, Value>) -> bool {
+fn proved_valid_metadata(meta: Object<'_>) -> bool {
     meta.iter().all(|(key, value)| {
         let v = Some(value);
-        match key.as_str() {
+        match key {
             "response_id"
             | "model"
             | "dialect"
@@ -311,7 +302,7 @@ fn proved_valid_metadata(meta: &Map<String, Value>) -> bool {
             | "local_response_reason"
             | "error_category" => null_or(v, is_string),
             "status_code" | "upstream_status_code" => null_or(v, is_integer),
-            "upstream_attempted" => null_or(v, Value::is_boolean),
+            "upstream_attempted" => null_or(v, |b| b.is_boolean()),
             "response_source" => null_or(v, |s| matches!(s.as_str(), Some("upstream" | "local"))),
             "latency_ttft_ms" => null_or(v, is_nonnegative),
             "model_ref" => null_or(v, |r| {
@@ -329,20 +320,20 @@ fn proved_valid_metadata(meta: &Map<String, Value>) -> bool {
 struct Call<'a> {
     model_call_id: Option<&'a str>, // as written ("" kept: the merge joins on it)
     response_id: Option<&'a str>,
-    model_ref: Option<&'a Value>,
+    model_ref: Option<Value<'a>>,
     has_response: bool,
     stated: Option<usize>,
-    capture: Option<&'a Map<String, Value>>,
+    capture: Option<Object<'a>>,
     capture_at: Option<usize>,
 }
 
-fn present(value: Option<&Value>) -> bool {
-    !matches!(value, None | Some(Value::Null))
+fn present(value: Option<Value<'_>>) -> bool {
+    value.is_some_and(|v| !v.is_null())
 }
 
 /// Python `take_stated` then `take_capture`: the build's model calls, or None when a stated call
 /// is not proved valid.
-fn calls(row: &Map<String, Value>) -> Option<Vec<Call<'_>>> {
+fn calls(row: Object<'_>) -> Option<Vec<Call<'_>>> {
     let mut calls = Vec::new();
     if let Some(stated) = object(row.get(STATED)) {
         for (i, call) in objects(stated.get("model_calls")) {
@@ -406,7 +397,7 @@ struct Builder<'a> {
     calls: Vec<Entry<'a>>,
     unresolved: Vec<Unresolved<'a>>,
     index: CallIndex<'a>,
-    capture_of: Vec<Option<&'a Map<String, Value>>>,
+    capture_of: Vec<Option<Object<'a>>>,
     /// client_session_id -> positions of the calls carrying it.
     sessions: HashMap<&'a str, Vec<usize>>,
     /// model_call_id -> the last call holding it.
@@ -418,7 +409,7 @@ struct Builder<'a> {
 impl<'a> Builder<'a> {
     fn claim(
         &mut self,
-        reference: &'a Value,
+        reference: Value<'a>,
         kind: Kind,
         owner: Option<&'a str>,
         place: Place,
@@ -444,8 +435,8 @@ impl<'a> Builder<'a> {
         self.unresolved.push(Unresolved { claim, key, reason });
     }
 
-    fn agent_claims(&mut self, owner: Option<&'a str>, refs: Option<&'a Value>, place: Place) {
-        for (j, reference) in list(refs).iter().enumerate() {
+    fn agent_claims(&mut self, owner: Option<&'a str>, refs: Option<Value<'a>>, place: Place) {
+        for (j, reference) in list(refs).enumerate() {
             self.claim(reference, Kind::Agent, owner, place, j);
         }
         // NeMo Gym's session auto-ownership: a call whose client session names this invocation.
@@ -471,7 +462,7 @@ impl<'a> Builder<'a> {
 }
 
 /// The row's ledger, or None when the row holds a call the core cannot tell is in the build.
-pub fn build(row: &Map<String, Value>) -> Option<Ledger<'_>> {
+pub fn build(row: Object<'_>) -> Option<Ledger<'_>> {
     let made = calls(row)?;
     let mut capture_of = Vec::with_capacity(made.len());
     let mut entries = Vec::with_capacity(made.len());
@@ -526,7 +517,7 @@ pub fn build(row: &Map<String, Value>) -> Option<Ledger<'_>> {
             match string(record.get("kind")) {
                 Some("agent_invocation") => b.agent_claims(owner, record.get("model_calls"), place),
                 Some("context_compaction") => {
-                    for (j, reference) in list(record.get("model_calls")).iter().enumerate() {
+                    for (j, reference) in list(record.get("model_calls")).enumerate() {
                         b.claim(reference, Kind::Compaction, owner, place, j);
                     }
                     for (name, kind) in [
@@ -542,13 +533,13 @@ pub fn build(row: &Map<String, Value>) -> Option<Ledger<'_>> {
             }
         }
     }
-    if let Some(Value::Array(verifiers)) = row.get(VERIFIERS) {
+    if let Some(verifiers) = row.get(VERIFIERS).and_then(Value::as_array) {
         for (i, verifier) in verifiers.iter().enumerate() {
             let Some(verifier) = verifier.as_object() else {
                 continue;
             };
             let owner = string(verifier.get("invocation_id"));
-            for (j, reference) in list(verifier.get("model_calls")).iter().enumerate() {
+            for (j, reference) in list(verifier.get("model_calls")).enumerate() {
                 b.claim(reference, Kind::Verifier, owner, Place::Verifier(i), j);
             }
         }
@@ -570,7 +561,7 @@ pub fn build(row: &Map<String, Value>) -> Option<Ledger<'_>> {
     if let Some(stated) = stated {
         for (t, turn) in objects(stated.get("turns")) {
             let owner = string(turn.get("invocation_id"));
-            for (j, reference) in list(turn.get("model_calls")).iter().enumerate() {
+            for (j, reference) in list(turn.get("model_calls")).enumerate() {
                 b.claim(reference, Kind::Turn, owner, Place::StatedTurn(t), j);
             }
         }
@@ -587,11 +578,11 @@ pub fn build(row: &Map<String, Value>) -> Option<Ledger<'_>> {
 /// change), so that its claims are `Claim.valid` in Python and an observed one takes part in the
 /// join. Its conversation is only required to be a list: the build drops the items that fail
 /// their schema and keeps the invocation. False means "not proved valid", not "invalid".
-pub fn proved_valid_invocation(invocation: &Map<String, Value>) -> bool {
+pub fn proved_valid_invocation(invocation: Object<'_>) -> bool {
     let mut named = false;
     for (key, value) in invocation {
         let v = Some(value);
-        let ok = match key.as_str() {
+        let ok = match key {
             "kind" => value.as_str() == Some("agent_invocation"),
             "invocation_id" => {
                 named = value.is_string();
@@ -620,11 +611,11 @@ pub fn proved_valid_invocation(invocation: &Map<String, Value>) -> bool {
 
 /// A `ModelCallRef` as the schema takes it: its three keys, and a join key (a non-empty id, or a
 /// model server object with a non-empty response id).
-fn proved_valid_ref(reference: &Value) -> bool {
+fn proved_valid_ref(reference: Value<'_>) -> bool {
     let Some(map) = reference.as_object() else {
         return false;
     };
-    let fields_ok = map.iter().all(|(key, value)| match key.as_str() {
+    let fields_ok = map.iter().all(|(key, value)| match key {
         "model_call_id" | "response_id" => null_or(Some(value), is_string),
         "model_ref" => null_or(Some(value), |r| {
             r.as_object().is_some_and(|r| {
@@ -646,7 +637,7 @@ fn proved_valid_ref(reference: &Value) -> bool {
 
 /// Whether the row holds an agent invocation anywhere (Python `walk.invocations`): observed
 /// records of kind `agent_invocation`, or stated invocations.
-pub fn holds_invocations(row: &Map<String, Value>) -> bool {
+pub fn holds_invocations(row: Object<'_>) -> bool {
     let observed = object(row.get(OBSERVATIONS)).is_some_and(|bundle| {
         objects(bundle.get("records"))
             .any(|(_, r)| string(r.get("kind")) == Some("agent_invocation"))
@@ -659,8 +650,8 @@ pub fn holds_invocations(row: &Map<String, Value>) -> bool {
 mod tests {
     use super::*;
 
-    fn row(text: &str) -> Map<String, Value> {
-        serde_json::from_str(text).unwrap()
+    fn row(text: &str) -> Object<'static> {
+        crate::build::parsed(text).as_object().unwrap()
     }
 
     #[test]
@@ -672,7 +663,7 @@ mod tests {
             "ng_agent_observations": {"records": [{"kind": "agent_invocation", "invocation_id": "i",
                                                    "model_calls": [{"model_call_id": "a"}, "x", {"model_call_id": "z"}]}]}
         }"#);
-        let ledger = build(&row).unwrap();
+        let ledger = build(row).unwrap();
         assert_eq!(ledger.calls.len(), 2);
         let a = &ledger.calls[0];
         assert_eq!(
@@ -690,7 +681,7 @@ mod tests {
         let row = row(
             r#"{"ng_trajectory": {"model_calls": [{"model_call_id": "a", "started_at": "1.5"}]}}"#,
         );
-        assert!(build(&row).is_none());
+        assert!(build(row).is_none());
     }
 
     #[test]
@@ -703,7 +694,7 @@ mod tests {
             calls.join(",")
         );
         let row = row(&text);
-        let ledger = build(&row).unwrap();
+        let ledger = build(row).unwrap();
         assert_eq!(ledger.unresolved.len(), 1);
         assert_eq!(ledger.candidates(ledger.unresolved[0].key), [0, 1, 2]);
         assert_eq!(ledger.calls[1].claims[0].kind, Kind::Verifier);
@@ -717,10 +708,10 @@ mod tests {
             "ng_agent_observations": {"records": [{"kind": "agent_invocation", "invocation_id": "i"},
                                                   {"kind": "agent_invocation", "invocation_id": "i"}]}
         }"#);
-        let ledger = build(&row).unwrap();
+        let ledger = build(row).unwrap();
         assert!(ledger.calls[0].claims.is_empty());
         let kinds: Vec<Kind> = ledger.calls[1].claims.iter().map(|c| c.kind).collect();
         assert_eq!(kinds, [Kind::Session]);
-        assert!(holds_invocations(&row));
+        assert!(holds_invocations(row));
     }
 }

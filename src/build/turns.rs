@@ -10,10 +10,9 @@
 
 use std::collections::HashMap;
 
-use serde_json::{Map, Value};
-
-use crate::build::ledger::{object, CAPTURE, STATED};
+use crate::build::ledger::{list, object, CAPTURE, STATED};
 use crate::build::ledger::{Entry, Kind, Ledger};
+use crate::doc::{Json, Object, Value};
 
 /// What a response holds, as a turn reads it: whether its answer and its reasoning are empty
 /// (Python `_empty`), and how many tool calls it makes.
@@ -34,40 +33,40 @@ pub struct Turn<'a> {
 }
 
 /// Python truthiness of a JSON value (absent reads as None).
-pub fn truthy(value: Option<&Value>) -> bool {
-    match value {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(Value::Number(n)) => n.as_f64().is_some_and(|x| x != 0.0),
-        Some(Value::String(s)) => !s.is_empty(),
-        Some(Value::Array(items)) => !items.is_empty(),
-        Some(Value::Object(map)) => !map.is_empty(),
+pub fn truthy(value: Option<Value<'_>>) -> bool {
+    match value.map(Value::view) {
+        None | Some(Json::Null) => false,
+        Some(Json::Bool(b)) => b,
+        Some(Json::Number(n)) => n.as_f64().is_some_and(|x| x != 0.0),
+        Some(Json::String(s)) => !s.is_empty(),
+        Some(Json::Array(items)) => !items.is_empty(),
+        Some(Json::Object(map)) => !map.is_empty(),
     }
 }
 
 /// Python `_empty` of trajlint.check.rules.drift: None, or an empty list, object or string.
-pub fn empty(value: Option<&Value>) -> bool {
-    match value {
-        None | Some(Value::Null) => true,
-        Some(Value::String(s)) => s.is_empty(),
-        Some(Value::Array(items)) => items.is_empty(),
-        Some(Value::Object(map)) => map.is_empty(),
-        Some(Value::Bool(_) | Value::Number(_)) => false,
+pub fn empty(value: Option<Value<'_>>) -> bool {
+    match value.map(Value::view) {
+        None | Some(Json::Null) => true,
+        Some(Json::String(s)) => s.is_empty(),
+        Some(Json::Array(items)) => items.is_empty(),
+        Some(Json::Object(map)) => map.is_empty(),
+        Some(Json::Bool(_) | Json::Number(_)) => false,
     }
 }
 
-fn kind_is(item: &Map<String, Value>, kind: &str) -> bool {
+fn kind_is(item: Object<'_>, kind: &str) -> bool {
     item.get("type").and_then(Value::as_str) == Some(kind)
 }
 
 /// `turn_content` of a response, in the three dialects: Responses `output` items, Chat
 /// Completions `choices[0].message`, Anthropic Messages `content` blocks; any other shape is a
 /// hollow turn.
-pub fn content(response: Option<&Value>) -> Content {
-    let Some(Value::Object(response)) = response else {
+pub fn content(response: Option<Value<'_>>) -> Content {
+    let Some(response) = response.and_then(Value::as_object) else {
         return Content::default();
     };
-    if let Some(Value::Array(output)) = response.get("output") {
+    if let Some(output) = response.get("output").and_then(Value::as_array) {
         let items = output.iter().filter_map(Value::as_object);
         let mut found = Content::default();
         for item in items {
@@ -80,13 +79,13 @@ pub fn content(response: Option<&Value>) -> Content {
         }
         return found;
     }
-    if let Some(Value::Array(choices)) = response.get("choices") {
-        if let Some(Value::Object(choice)) = choices.first() {
+    if let Some(choices) = response.get("choices").and_then(Value::as_array) {
+        if let Some(choice) = choices.first().and_then(Value::as_object) {
             let message = choice.get("message");
             let Some(message) = (if truthy(message) { message } else { None }) else {
                 return Content::default(); // `or {}`: an empty message
             };
-            let Value::Object(message) = message else {
+            let Some(message) = message.as_object() else {
                 return Content::default();
             };
             let first = message.get("reasoning_content");
@@ -100,14 +99,14 @@ pub fn content(response: Option<&Value>) -> Content {
                     .keys()
                     .any(|k| k != "reasoning_content" && k != "reasoning"),
                 reasoning: !empty(reasoning),
-                tool_calls: match message.get("tool_calls") {
-                    Some(Value::Array(calls)) => calls.len() as u64,
-                    _ => 0,
-                },
+                tool_calls: message
+                    .get("tool_calls")
+                    .and_then(Value::as_array)
+                    .map_or(0, |calls| calls.len() as u64),
             };
         }
     }
-    if let Some(Value::Array(blocks)) = response.get("content") {
+    if let Some(blocks) = response.get("content").and_then(Value::as_array) {
         let mut found = Content::default();
         for block in blocks.iter().filter_map(Value::as_object) {
             if kind_is(block, "thinking") || kind_is(block, "redacted_thinking") {
@@ -122,26 +121,39 @@ pub fn content(response: Option<&Value>) -> Content {
     Content::default()
 }
 
-fn present(value: Option<&Value>) -> Option<&Value> {
+fn present(value: Option<Value<'_>>) -> Option<Value<'_>> {
     value.filter(|v| !v.is_null())
+}
+
+/// The model calls the ledger's positions index: the stated trajectory's `model_calls` and the
+/// capture's `calls`, each item at its position (an empty list when the section holds none).
+pub struct Calls<'a> {
+    pub stated: Vec<Value<'a>>,
+    pub captured: Vec<Value<'a>>,
+}
+
+impl<'a> Calls<'a> {
+    pub fn of(row: Object<'a>) -> Self {
+        let part = |section: &str, key: &str| -> Vec<Value<'a>> {
+            list(object(row.get(section)).and_then(|s| s.get(key))).collect()
+        };
+        Calls {
+            stated: part(STATED, "model_calls"),
+            captured: part(CAPTURE, "calls"),
+        }
+    }
 }
 
 /// The response of a call of the build: the captured one's (`response`, else `response_raw`),
 /// else the stated call's.
-pub fn response<'a>(row: &'a Map<String, Value>, entry: &Entry) -> Option<&'a Value> {
+pub fn response<'a>(calls: &Calls<'a>, entry: &Entry) -> Option<Value<'a>> {
     let captured = entry.capture.and_then(|k| {
-        let raw = object(row.get(CAPTURE))?
-            .get("calls")?
-            .get(k)?
-            .as_object()?;
+        let raw = calls.captured.get(k)?.as_object()?;
         present(raw.get("response")).or_else(|| present(raw.get("response_raw")))
     });
     captured.or_else(|| {
         let i = entry.stated?;
-        let call = object(row.get(STATED))?
-            .get("model_calls")?
-            .get(i)?
-            .as_object()?;
+        let call = calls.stated.get(i)?.as_object()?;
         present(call.get("response"))
     })
 }
@@ -149,10 +161,8 @@ pub fn response<'a>(row: &'a Map<String, Value>, entry: &Entry) -> Option<&'a Va
 /// The expected turn of each call of the ledger (None for a call that is no turn), or None when
 /// some call's owner is not modelled: two invocations claim it, or an invocation with an empty
 /// id (which Python's turn owner skips but its claimants list counts).
-pub fn expected<'a>(
-    row: &'a Map<String, Value>,
-    ledger: &Ledger<'a>,
-) -> Option<Vec<Option<Turn<'a>>>> {
+pub fn expected<'a>(row: Object<'a>, ledger: &Ledger<'a>) -> Option<Vec<Option<Turn<'a>>>> {
+    let calls = Calls::of(row);
     let mut steps: HashMap<&str, u64> = HashMap::new();
     let mut turns = Vec::with_capacity(ledger.calls.len());
     for entry in &ledger.calls {
@@ -173,7 +183,7 @@ pub fn expected<'a>(
             turns.push(None);
             continue;
         };
-        let content = content(response(row, entry));
+        let content = content(response(&calls, entry));
         let before = steps.entry(owner).or_insert(0);
         turns.push(Some(Turn {
             owner,
@@ -188,42 +198,45 @@ pub fn expected<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::build::parsed;
 
     #[test]
     fn the_three_dialects() {
-        let responses = json!({"output": [{"type": "reasoning"}, {"type": "function_call"}, "x"]});
+        let responses =
+            parsed(r#"{"output": [{"type": "reasoning"}, {"type": "function_call"}, "x"]}"#);
         assert_eq!(
-            content(Some(&responses)),
+            content(Some(responses)),
             Content {
                 answer: true,
                 reasoning: true,
                 tool_calls: 1
             }
         );
-        let chat = json!({"choices": [{"message": {"reasoning_content": "", "reasoning": "r", "tool_calls": [1, 2]}}]});
+        let chat = parsed(
+            r#"{"choices": [{"message": {"reasoning_content": "", "reasoning": "r", "tool_calls": [1, 2]}}]}"#,
+        );
         assert_eq!(
-            content(Some(&chat)),
+            content(Some(chat)),
             Content {
                 answer: true,
                 reasoning: true,
                 tool_calls: 2
             }
         );
-        let only_reasoning = json!({"choices": [{"message": {"reasoning_content": 0}}]});
-        assert_eq!(content(Some(&only_reasoning)), Content::default());
-        let falsy = json!({"choices": [{"message": {"reasoning": 0}}]});
+        let only_reasoning = parsed(r#"{"choices": [{"message": {"reasoning_content": 0}}]}"#);
+        assert_eq!(content(Some(only_reasoning)), Content::default());
+        let falsy = parsed(r#"{"choices": [{"message": {"reasoning": 0}}]}"#);
         assert_eq!(
-            content(Some(&falsy)),
+            content(Some(falsy)),
             Content {
                 answer: false,
                 reasoning: true,
                 tool_calls: 0
             }
         );
-        let messages = json!({"content": [{"type": "thinking"}, {"type": "tool_use"}]});
+        let messages = parsed(r#"{"content": [{"type": "thinking"}, {"type": "tool_use"}]}"#);
         assert_eq!(
-            content(Some(&messages)),
+            content(Some(messages)),
             Content {
                 answer: true,
                 reasoning: true,
@@ -231,15 +244,15 @@ mod tests {
             }
         );
         assert_eq!(
-            content(Some(&json!({"output": {}, "choices": []}))),
+            content(Some(parsed(r#"{"output": {}, "choices": []}"#))),
             Content::default()
         );
         assert_eq!(
-            content(Some(&json!({"choices": [{"message": []}]}))),
+            content(Some(parsed(r#"{"choices": [{"message": []}]}"#))),
             Content::default()
         );
         assert_eq!(
-            content(Some(&json!({"choices": [{"message": "hi"}]}))),
+            content(Some(parsed(r#"{"choices": [{"message": "hi"}]}"#))),
             Content::default()
         );
     }

@@ -17,19 +17,17 @@
 
 use std::collections::HashSet;
 
-use serde_json::{Map, Value};
-
 use crate::build::join::{self, Gap, AMBIGUOUS, CONFLICT, UNAVAILABLE, UNMATCHED};
 use crate::build::ledger::{self, list, object, objects, string, Kind, Ledger, Place};
 use crate::build::ledger::{CAPTURE, OBSERVATIONS, STATED};
 use crate::build::turns::{self, Turn};
+use crate::doc::{Json, Object, Value};
 use crate::row::{
-    serde_evidence, CAPTURE as HAS_CAPTURE, MODEL_CALLS, OBSERVATIONS as HAS_OBSERVATIONS,
-    TRAJECTORY,
+    evidence, CAPTURE as HAS_CAPTURE, MODEL_CALLS, OBSERVATIONS as HAS_OBSERVATIONS, TRAJECTORY,
 };
 
-pub fn clean(row: &Map<String, Value>) -> bool {
-    let held = serde_evidence(row);
+pub fn clean(row: Object<'_>) -> bool {
+    let held = evidence(row);
     let drift_runs = held & (TRAJECTORY | MODEL_CALLS) == TRAJECTORY | MODEL_CALLS;
     let gaps_run = held & (TRAJECTORY | HAS_OBSERVATIONS | HAS_CAPTURE)
         == TRAJECTORY | HAS_OBSERVATIONS | HAS_CAPTURE;
@@ -50,24 +48,24 @@ pub fn clean(row: &Map<String, Value>) -> bool {
 }
 
 /// Every agent invocation, stated or observed, is one the build keeps as valid.
-fn invocations_valid(row: &Map<String, Value>, stated: &Map<String, Value>) -> bool {
-    let observed = object(row.get(OBSERVATIONS)).map_or(&[][..], |b| list(b.get("records")));
+fn invocations_valid(row: Object<'_>, stated: Object<'_>) -> bool {
+    let observed = list(object(row.get(OBSERVATIONS)).and_then(|b| b.get("records")));
     objects(stated.get("invocations")).all(|(_, inv)| ledger::proved_valid_invocation(inv))
-        && observed.iter().filter_map(Value::as_object).all(|record| {
+        && observed.filter_map(Value::as_object).all(|record| {
             string(record.get("kind")) != Some("agent_invocation")
                 || ledger::proved_valid_invocation(record)
         })
 }
 
 /// TL501 finds nothing.
-fn turns_agree(row: &Map<String, Value>, stated: &Map<String, Value>, ledger: &Ledger) -> bool {
+fn turns_agree(row: Object<'_>, stated: Object<'_>, ledger: &Ledger) -> bool {
     let Some(expected) = turns::expected(row, ledger) else {
         return false;
     };
     if ledger.unresolved.iter().any(|u| u.claim.kind == Kind::Turn) {
         return false;
     }
-    let turns = list(stated.get("turns"));
+    let turns: Vec<Value> = list(stated.get("turns")).collect();
     let mut call_of = vec![None; turns.len()];
     for (i, entry) in ledger.calls.iter().enumerate() {
         let judged = !(entry.claimed_as(Kind::Compaction) || entry.claimed_as(Kind::Verifier));
@@ -92,7 +90,8 @@ fn turns_agree(row: &Map<String, Value>, stated: &Map<String, Value>, ledger: &L
         let Some(turn) = turn.as_object() else {
             continue;
         };
-        if !matches!(turn.get("model_calls"), Some(Value::Array(refs)) if refs.len() == 1) {
+        if !matches!(turn.get("model_calls").map(Value::view), Some(Json::Array(refs)) if refs.len() == 1)
+        {
             return false;
         }
         let Some(i) = call_of[t] else {
@@ -113,7 +112,7 @@ fn turns_agree(row: &Map<String, Value>, stated: &Map<String, Value>, ledger: &L
 }
 
 /// `_content`: no hollow field, a step count of either convention, `resolved` as the row's.
-fn content_agrees(row: &Map<String, Value>, turn: &Map<String, Value>, expected: &Turn) -> bool {
+fn content_agrees(row: Object<'_>, turn: Object<'_>, expected: &Turn) -> bool {
     let content = expected.content;
     for (field, held) in [
         ("answer", content.answer),
@@ -129,8 +128,11 @@ fn content_agrees(row: &Map<String, Value>, turn: &Map<String, Value>, expected:
             return false;
         }
     }
-    match (turn.get("resolved"), row.get("resolved")) {
-        (Some(Value::Bool(said)), Some(Value::Bool(result))) => said == result,
+    match (
+        turn.get("resolved").and_then(Value::as_bool),
+        row.get("resolved").and_then(Value::as_bool),
+    ) {
+        (Some(said), Some(result)) => said == result,
         _ => true,
     }
 }
@@ -139,7 +141,7 @@ fn content_agrees(row: &Map<String, Value>, turn: &Map<String, Value>, expected:
 type Key<'a> = (&'a str, Option<&'a str>, Option<&'a str>);
 
 /// TL502 finds nothing: every join gap of the build is a stated gap.
-fn gaps_reported(row: &Map<String, Value>, stated: &Map<String, Value>, ledger: &Ledger) -> bool {
+fn gaps_reported(row: Object<'_>, stated: Object<'_>, ledger: &Ledger) -> bool {
     // A stated gap whose values are no strings (or null) equals no gap the build makes.
     let said: HashSet<Key> = objects(stated.get("gaps"))
         .filter_map(|(_, g)| {
@@ -206,10 +208,10 @@ fn gaps_reported(row: &Map<String, Value>, stated: &Map<String, Value>, ledger: 
 }
 
 /// A string, or None for null or absent: Some(...) of that; None for any other value.
-fn text_or_none(value: Option<&Value>) -> Option<Option<&str>> {
-    match value {
-        None | Some(Value::Null) => Some(None),
-        Some(Value::String(s)) => Some(Some(s)),
+fn text_or_none(value: Option<Value<'_>>) -> Option<Option<&str>> {
+    match value.map(Value::view) {
+        None | Some(Json::Null) => Some(None),
+        Some(Json::String(s)) => Some(Some(s)),
         _ => None,
     }
 }

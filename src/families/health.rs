@@ -19,10 +19,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use jsonschema::{Registry, Validator};
-use serde_json::{json, Map, Value};
+use serde_json::json;
 
 use crate::build::ledger::{self, Kind, Ledger, RefKey, CAPTURE, OBSERVATIONS, STATED};
 use crate::build::turns::truthy;
+use crate::doc::schema::DocJson;
+use crate::doc::{self, Children, Json, Object, Value};
 use crate::families::schema::DOCUMENTS;
 
 /// Bits of `Judgement::unobserved`, in the order of `trajlint.health.checks.ROW_CHECKS`.
@@ -61,16 +63,16 @@ pub struct Judgement {
     pub digest: Digest,
 }
 
-pub fn clean(row: &Map<String, Value>) -> bool {
+pub fn clean(row: Object<'_>) -> bool {
     judge(row).is_some()
 }
 
 // -- the schemas the build reads the stated trajectory and capture gaps with --------------------
 
 struct Schemas {
-    trajectory: Validator,
-    observations: Validator,
-    gap: Validator,
+    trajectory: Validator<DocJson>,
+    observations: Validator<DocJson>,
+    gap: Validator<DocJson>,
 }
 
 fn schemas() -> Option<&'static Schemas> {
@@ -86,7 +88,7 @@ fn make_schemas() -> Option<Schemas> {
     let mut observations = None;
     let mut common = None;
     for (name, text) in DOCUMENTS {
-        let document: Value = serde_json::from_str(text).ok()?;
+        let document: serde_json::Value = serde_json::from_str(text).ok()?;
         let uri = document.get("$id")?.as_str()?.to_owned();
         match name {
             "trajectory.schema.json" => trajectory = Some(document.clone()),
@@ -97,8 +99,8 @@ fn make_schemas() -> Option<Schemas> {
         documents.push((uri, document));
     }
     let registry = Registry::new().extend(documents).ok()?.prepare().ok()?;
-    let build = |schema: &Value| {
-        jsonschema::options()
+    let build = |schema: &serde_json::Value| {
+        jsonschema::options_for::<DocJson>()
             .with_registry(&registry)
             .offline()
             .build(schema)
@@ -117,28 +119,25 @@ fn make_schemas() -> Option<Schemas> {
 
 // -- values as Python reads them ------------------------------------------------------------------
 
-fn object(value: Option<&Value>) -> Option<&Map<String, Value>> {
+fn object(value: Option<Value<'_>>) -> Option<Object<'_>> {
     value.and_then(Value::as_object)
 }
 
-fn list(value: Option<&Value>) -> &[Value] {
-    match value {
-        Some(Value::Array(items)) => items,
-        _ => &[],
-    }
+fn list(value: Option<Value<'_>>) -> Children<'_> {
+    doc::items(value)
 }
 
-fn string(value: Option<&Value>) -> Option<&str> {
+fn string(value: Option<Value<'_>>) -> Option<&str> {
     value.and_then(Value::as_str)
 }
 
 /// `nonnegative_int`: a JSON integer >= 0.
-fn count(value: Option<&Value>) -> Option<u64> {
+fn count(value: Option<Value<'_>>) -> Option<u64> {
     value.and_then(Value::as_u64)
 }
 
 /// A JSON integer (Python `type(v) is int`).
-fn integer(value: Option<&Value>) -> Option<i128> {
+fn integer(value: Option<Value<'_>>) -> Option<i128> {
     let value = value?;
     value
         .as_i64()
@@ -149,7 +148,7 @@ fn integer(value: Option<&Value>) -> Option<i128> {
 /// A `-0` or `-0.0`: serde_json reads both as the float -0.0, orjson reads `-0` as the integer
 /// 0, and the text no longer tells which the line wrote. A count or status read from such a
 /// value is not modelled.
-fn negative_zero(value: Option<&Value>) -> bool {
+fn negative_zero(value: Option<Value<'_>>) -> bool {
     value
         .and_then(Value::as_f64)
         .is_some_and(|x| x == 0.0 && x.is_sign_negative())
@@ -191,13 +190,13 @@ const SAYING_KEYS: [&str; 9] = [
 
 /// `says_something`: text anywhere through the keys that carry it; `thinking` adds Anthropic's
 /// `thinking` key and a `redacted_thinking` block's data.
-fn says_something(value: Option<&Value>, thinking: bool) -> bool {
-    let mut stack: Vec<&Value> = value.into_iter().collect();
+fn says_something(value: Option<Value<'_>>, thinking: bool) -> bool {
+    let mut stack: Vec<Value> = value.into_iter().collect();
     while let Some(value) = stack.pop() {
-        match value {
-            Value::String(text) if !text.chars().all(py_space) => return true,
-            Value::Array(items) => stack.extend(items),
-            Value::Object(map) => {
+        match value.view() {
+            Json::String(text) if !text.chars().all(py_space) => return true,
+            Json::Array(items) => stack.extend(items),
+            Json::Object(map) => {
                 if thinking && map.get("type").and_then(Value::as_str) == Some("redacted_thinking")
                 {
                     stack.extend(map.get("data"));
@@ -215,12 +214,12 @@ fn says_something(value: Option<&Value>, thinking: bool) -> bool {
     false
 }
 
-fn has_tool_call(value: Option<&Value>) -> bool {
-    let mut stack: Vec<&Value> = value.into_iter().collect();
+fn has_tool_call(value: Option<Value<'_>>) -> bool {
+    let mut stack: Vec<Value> = value.into_iter().collect();
     while let Some(value) = stack.pop() {
-        match value {
-            Value::Array(items) => stack.extend(items),
-            Value::Object(map) => {
+        match value.view() {
+            Json::Array(items) => stack.extend(items),
+            Json::Object(map) => {
                 let typed = map
                     .get("type")
                     .and_then(Value::as_str)
@@ -235,28 +234,29 @@ fn has_tool_call(value: Option<&Value>) -> bool {
     false
 }
 
-fn response_has_content(response: Option<&Value>) -> bool {
-    let Some(Value::Object(response)) = response else {
+fn response_has_content(response: Option<Value<'_>>) -> bool {
+    let Some(response) = response.and_then(Value::as_object) else {
         return false;
     };
     if ["output_text", "content", "output"]
         .iter()
-        .any(|key| says_something(response.get(*key), false))
+        .any(|key| says_something(response.get(key), false))
     {
         return true;
     }
     // `response.get("choices") or ()`: a value that is no list is iterated by Python; a truthy
     // string or object is not modelled.
-    let choices = match response.get("choices") {
-        Some(Value::Array(items)) => items.as_slice(),
-        other if !truthy(other) => &[],
+    let choices = response.get("choices");
+    let choices = match choices.map(Value::view) {
+        Some(Json::Array(items)) => items.iter(),
+        _ if !truthy(choices) => list(None),
         _ => return true, // not modelled: refuse through the caller
     };
-    for choice in choices.iter().filter_map(Value::as_object) {
+    for choice in choices.filter_map(Value::as_object) {
         let message = choice.get("message");
-        let content = match message {
-            Some(Value::Object(m)) => m.get("content"),
-            other => other,
+        let content = match message.and_then(Value::as_object) {
+            Some(m) => m.get("content"),
+            None => message,
         };
         if says_something(choice.get("text"), false) || says_something(content, false) {
             return true;
@@ -266,13 +266,13 @@ fn response_has_content(response: Option<&Value>) -> bool {
 }
 
 /// A response whose `choices` `response_has_content` does not model.
-fn odd_choices(response: Option<&Value>) -> bool {
-    match response {
-        Some(Value::Object(r)) => {
+fn odd_choices(response: Option<Value<'_>>) -> bool {
+    match response.and_then(Value::as_object) {
+        Some(r) => {
             let choices = r.get("choices");
-            !matches!(choices, Some(Value::Array(_))) && truthy(choices)
+            !choices.is_some_and(Value::is_array) && truthy(choices)
         }
-        _ => false,
+        None => false,
     }
 }
 
@@ -288,7 +288,7 @@ struct Call<'a> {
     model_call_id: Option<&'a str>,
     /// None: null. A number exactly representable as f64 (else the row is refused).
     started_at: Option<f64>,
-    response: Option<&'a Value>,
+    response: Option<Value<'a>>,
     status_code: Option<i128>,
     response_status: Option<&'a str>,
     error_category: Option<&'a str>,
@@ -326,7 +326,7 @@ impl Call<'_> {
 }
 
 /// A time as Python compares it, when f64 holds it exactly.
-fn time(value: &Value) -> Option<f64> {
+fn time(value: Value<'_>) -> Option<f64> {
     if let Some(x) = value.as_i64() {
         return (x.unsigned_abs() <= 1 << 53).then_some(x as f64);
     }
@@ -337,7 +337,7 @@ fn time(value: &Value) -> Option<f64> {
 }
 
 /// The stated call's fields (`canonical.model_call` of a call proved valid by the ledger).
-fn stated_call(call: &Map<String, Value>) -> Option<Call<'_>> {
+fn stated_call(call: Object<'_>) -> Option<Call<'_>> {
     let meta = object(call.get("response_metadata"));
     let get = |key: &str| meta.and_then(|m| m.get(key)).filter(|v| !v.is_null());
     let tokens = object(call.get("token_stats"));
@@ -361,7 +361,7 @@ fn stated_call(call: &Map<String, Value>) -> Option<Call<'_>> {
 
 /// `project_call` merged over `base` (the stated call, or nothing): each projected value that is
 /// not None wins.
-fn merge_captured<'a>(mut call: Call<'a>, raw: &'a Map<String, Value>) -> Option<Call<'a>> {
+fn merge_captured<'a>(mut call: Call<'a>, raw: Object<'a>) -> Option<Call<'a>> {
     let get = |key: &str| raw.get(key);
     if ["status_code", "tokens_in", "tokens_out"]
         .iter()
@@ -412,17 +412,20 @@ fn merge_captured<'a>(mut call: Call<'a>, raw: &'a Map<String, Value>) -> Option
     Some(call)
 }
 
-fn build_calls<'a>(row: &'a Map<String, Value>, ledger: &Ledger<'a>) -> Option<Vec<Call<'a>>> {
-    let stated = object(row.get(STATED)).map(|s| list(s.get("model_calls")));
-    let captured = object(row.get(CAPTURE)).map(|c| list(c.get("calls")));
+fn build_calls<'a>(row: Object<'a>, ledger: &Ledger<'a>) -> Option<Vec<Call<'a>>> {
+    // By position: the ledger's positions index the whole lists.
+    let stated: Option<Vec<Value>> =
+        object(row.get(STATED)).map(|s| list(s.get("model_calls")).collect());
+    let captured: Option<Vec<Value>> =
+        object(row.get(CAPTURE)).map(|c| list(c.get("calls")).collect());
     let mut calls = Vec::with_capacity(ledger.calls.len());
     for entry in &ledger.calls {
         let mut call = match entry.stated {
-            Some(i) => stated_call(stated?.get(i)?.as_object()?)?,
+            Some(i) => stated_call(stated.as_deref()?.get(i)?.as_object()?)?,
             None => Call::default(),
         };
         if let Some(k) = entry.capture {
-            call = merge_captured(call, captured?.get(k)?.as_object()?)?;
+            call = merge_captured(call, captured.as_deref()?.get(k)?.as_object()?)?;
         }
         calls.push(call);
     }
@@ -468,19 +471,19 @@ const SANDBOX: Fields = (
     &[],
 );
 
-fn written(item: &Map<String, Value>, (integers, numbers, booleans): Fields) -> bool {
-    let ok = |names: &[&str], is: fn(&Value) -> bool| {
+fn written(item: Object<'_>, (integers, numbers, booleans): Fields) -> bool {
+    let ok = |names: &[&str], is: fn(Value<'_>) -> bool| {
         names
             .iter()
-            .all(|name| item.get(*name).is_none_or(|v| v.is_null() || is(v)))
+            .all(|name| item.get(name).is_none_or(|v| v.is_null() || is(v)))
     };
     ok(integers, |v| v.is_i64() || v.is_u64())
-        && ok(numbers, Value::is_number)
-        && ok(booleans, Value::is_boolean)
+        && ok(numbers, |v| v.is_number())
+        && ok(booleans, |v| v.is_boolean())
 }
 
-fn as_written(stated: &Map<String, Value>) -> bool {
-    let items = |part: &str| list(stated.get(part)).iter().filter_map(Value::as_object);
+fn as_written(stated: Object<'_>) -> bool {
+    let items = |part: &str| list(stated.get(part)).filter_map(Value::as_object);
     items("invocations").all(|i| written(i, INVOCATION))
         && items("turns").all(|t| written(t, TURN))
         && items("tool_calls").all(|t| written(t, TOOL_CALL))
@@ -492,20 +495,20 @@ fn as_written(stated: &Map<String, Value>) -> bool {
 }
 
 /// A string or null, as a key Python compares; None for any other value (not modelled).
-fn text_key(value: Option<&Value>) -> Option<Option<&str>> {
-    match value {
-        None | Some(Value::Null) => Some(None),
-        Some(Value::String(s)) => Some(Some(s)),
+fn text_key(value: Option<Value<'_>>) -> Option<Option<&str>> {
+    match value.map(Value::view) {
+        None | Some(Json::Null) => Some(None),
+        Some(Json::String(s)) => Some(Some(s)),
         _ => None,
     }
 }
 
 /// `_record_invariants_hold`; None when a value it compares is not modelled.
-fn invariants_hold(stated: &Map<String, Value>) -> Option<bool> {
-    let objects = |part: &str| -> Option<Vec<&Map<String, Value>>> {
-        match stated.get(part) {
+fn invariants_hold(stated: Object<'_>) -> Option<bool> {
+    let objects = |part: &str| -> Option<Vec<Object>> {
+        match stated.get(part).map(Value::view) {
             None => Some(Vec::new()),
-            Some(Value::Array(items)) => Some(items.iter().filter_map(Value::as_object).collect()),
+            Some(Json::Array(items)) => Some(items.iter().filter_map(Value::as_object).collect()),
             _ => None,
         }
     };
@@ -529,8 +532,8 @@ fn invariants_hold(stated: &Map<String, Value>) -> Option<bool> {
     );
     let mut keys = HashSet::new();
     for turn in objects("turns")? {
-        let turn_no = match turn.get("turn_no") {
-            None | Some(Value::Null) => None,
+        let turn_no = match turn.get("turn_no").filter(|v| !v.is_null()) {
+            None => None,
             other => Some(integer(other)?),
         };
         if !keys.insert((text_key(turn.get("invocation_id"))?, turn_no)) {
@@ -558,7 +561,7 @@ struct Observed<'a> {
 
 /// `_bundle_invariants_hold` over agent invocation records: unique ids and no parent cycle.
 /// None when an id is not modelled.
-fn bundle_invariants_hold(records: &[&Map<String, Value>]) -> Option<bool> {
+fn bundle_invariants_hold(records: &[Object<'_>]) -> Option<bool> {
     let mut parents: HashMap<Option<&str>, Option<&str>> = HashMap::new();
     let mut order = Vec::new();
     for record in records {
@@ -594,16 +597,16 @@ fn bundle_invariants_hold(records: &[&Map<String, Value>]) -> Option<bool> {
 /// accepts whole with no compaction record; None for any other bundle, and when the join would
 /// record a reference gap (`trajectory-capture-mismatch` reports it, or the row is not judged).
 fn observed<'a>(
-    row: &'a Map<String, Value>,
-    bundle: &'a Value,
-    stated: &'a Map<String, Value>,
+    row: Object<'a>,
+    bundle: Value<'a>,
+    stated: Object<'a>,
     ledger: &Ledger<'a>,
     schemas: &Schemas,
 ) -> Option<Observed<'a>> {
     let section = bundle.as_object()?;
-    let records: Vec<&Map<String, Value>> = match section.get("records") {
+    let records: Vec<Object> = match section.get("records").map(Value::view) {
         None => Vec::new(),
-        Some(Value::Array(items)) => items.iter().map(Value::as_object).collect::<Option<_>>()?,
+        Some(Json::Array(items)) => items.iter().map(Value::as_object).collect::<Option<_>>()?,
         _ => return None,
     };
     for record in &records {
@@ -614,7 +617,7 @@ fn observed<'a>(
             "context_compaction" => COMPACTION,
             _ => return None,
         };
-        if !written(record, fields) {
+        if !written(*record, fields) {
             return None;
         }
     }
@@ -630,15 +633,17 @@ fn observed<'a>(
         }
     }
     let known: HashSet<Option<&str>> = list(stated.get("invocations"))
-        .iter()
         .filter_map(Value::as_object)
         .map(|inv| string(inv.get("invocation_id")))
         .collect();
     // The calls each client session names, in order (`_sessions`).
-    let captured = object(row.get(CAPTURE)).map(|c| list(c.get("calls")));
+    let captured: Option<Vec<Value>> =
+        object(row.get(CAPTURE)).map(|c| list(c.get("calls")).collect());
     let mut sessions: HashMap<&str, Vec<usize>> = HashMap::new();
     for (position, entry) in ledger.calls.iter().enumerate() {
-        let raw = entry.capture.and_then(|k| captured?.get(k)?.as_object());
+        let raw = entry
+            .capture
+            .and_then(|k| captured.as_deref()?.get(k)?.as_object());
         if let Some(session) = raw.and_then(|raw| string(raw.get("client_session_id"))) {
             sessions.entry(session).or_default().push(position);
         }
@@ -663,7 +668,6 @@ fn observed<'a>(
         let owner = string(record.get("invocation_id"));
         let added = !known.contains(&owner);
         let mut keys: Vec<Option<RefKey<'a>>> = list(record.get("model_calls"))
-            .iter()
             .filter(|r| r.is_object())
             .map(ledger::ref_key)
             .collect();
@@ -717,15 +721,15 @@ fn observed<'a>(
             .filter(|r| string(r.get("kind")) == Some("context_compaction"))
         {
             let owner = string(record.get("invocation_id"));
-            let helpers = match record.get("model_calls") {
-                None | Some(Value::Null) => &[][..],
-                Some(Value::Array(items)) => items.as_slice(),
+            let helpers = match record.get("model_calls").map(Value::view) {
+                None | Some(Json::Null) => list(None),
+                Some(Json::Array(items)) => items.iter(),
                 _ => return None,
             };
             let markers = ["before_model_call", "after_model_call"]
                 .into_iter()
                 .filter_map(|name| record.get(name).filter(|r| !r.is_null()));
-            for reference in helpers.iter().chain(markers) {
+            for reference in helpers.chain(markers) {
                 let [one] = matches(ledger::ref_key(reference))[..] else {
                     return None;
                 };
@@ -768,11 +772,7 @@ impl Bindings {
 }
 
 /// `_refs`: the usable references of the items' `model_calls`, each form once.
-fn refs<'a>(
-    items: &[&'a Map<String, Value>],
-    seen: &mut HashSet<RefKey<'a>>,
-    out: &mut Vec<RefKey<'a>>,
-) {
+fn refs<'a>(items: &[Object<'a>], seen: &mut HashSet<RefKey<'a>>, out: &mut Vec<RefKey<'a>>) {
     for item in items {
         for reference in list(item.get("model_calls")) {
             let Some(key) = ledger::ref_key(reference) else {
@@ -809,7 +809,7 @@ fn bind<'a>(ledger: &Ledger<'a>, keys: &[RefKey<'a>]) -> Bindings {
 
 /// `_usage` of the row's `response`: the transcript's (prompt, completion) counts.
 /// None when a count is written as a negative zero (not modelled).
-fn transcript(row: &Map<String, Value>) -> Option<(Option<u64>, Option<u64>)> {
+fn transcript(row: Object<'_>) -> Option<(Option<u64>, Option<u64>)> {
     let Some(usage) = object(row.get("response")).and_then(|r| object(r.get("usage"))) else {
         return Some((None, None));
     };
@@ -850,7 +850,7 @@ fn chain_ended_on_failure(calls: &[Call<'_>], chain: &[usize]) -> bool {
 }
 
 /// The row's judgement: Some only when Python finds no finding of TL601-TL609 on it.
-pub fn judge(row: &Map<String, Value>) -> Option<Judgement> {
+pub fn judge(row: Object<'_>) -> Option<Judgement> {
     let stated_value = row.get(STATED)?;
     let stated = stated_value.as_object()?;
     let schemas = schemas()?;
@@ -873,13 +873,10 @@ pub fn judge(row: &Map<String, Value>) -> Option<Judgement> {
     // The build's gap codes, of those the view reads.
     let mut codes: HashSet<&str> = HashSet::new();
     let mut reference_gaps = 0usize;
-    let stated_gaps = list(stated.get("gaps")).iter().filter_map(Value::as_object);
+    let stated_gaps = list(stated.get("gaps")).filter_map(Value::as_object);
     let capture = row.get(CAPTURE);
-    let capture_gaps = object(capture)
-        .map(|c| list(c.get("gaps")))
-        .unwrap_or(&[])
-        .iter()
-        .filter(|gap| gap.is_object());
+    let capture_gaps =
+        list(object(capture).and_then(|c| c.get("gaps"))).filter(|gap| gap.is_object());
     for gap in capture_gaps {
         if !schemas.gap.is_valid(gap) {
             continue; // `model_call_capture_gap_invalid`, which no check reads
@@ -900,12 +897,10 @@ pub fn judge(row: &Map<String, Value>) -> Option<Judgement> {
         codes.insert("model_calls_unavailable");
     }
 
-    let turns: Vec<&Map<String, Value>> = list(stated.get("turns"))
-        .iter()
+    let turns: Vec<Object> = list(stated.get("turns"))
         .filter_map(Value::as_object)
         .collect();
-    let invocations: Vec<&Map<String, Value>> = list(stated.get("invocations"))
-        .iter()
+    let invocations: Vec<Object> = list(stated.get("invocations"))
         .filter_map(Value::as_object)
         .collect();
 
@@ -915,10 +910,10 @@ pub fn judge(row: &Map<String, Value>) -> Option<Judgement> {
         .copied()
         .filter(|c| codes.contains(c))
         .collect();
-    let capture_damaged = match capture {
-        None | Some(Value::Null) => false,
-        Some(Value::Object(c)) => match c.get("calls") {
-            Some(Value::Array(items)) => !items.iter().all(Value::is_object),
+    let capture_damaged = match capture.map(Value::view) {
+        None | Some(Json::Null) => false,
+        Some(Json::Object(c)) => match c.get("calls").map(Value::view) {
+            Some(Json::Array(items)) => !items.iter().all(Value::is_object),
             _ => true,
         },
         Some(_) => true,
@@ -1016,15 +1011,15 @@ pub fn judge(row: &Map<String, Value>) -> Option<Judgement> {
         }
         let found = match check {
             MISSING_TURNS => !turns.iter().any(|turn| {
-                let usable = list(turn.get("model_calls")).iter().any(|r| {
+                let usable = list(turn.get("model_calls")).any(|r| {
                     ledger::ref_key(r).is_some_and(|k| {
                         k.call_id.is_some() || (k.server.is_some() && k.response_id.is_some())
                     })
                 });
-                usable || turn_says_something(turn)
+                usable || turn_says_something(*turn)
             }),
             ENDED_ON_FAILURE => ended_on_error,
-            HOLLOW_TURN => !turns.iter().all(|turn| turn_says_something(turn)),
+            HOLLOW_TURN => !turns.iter().all(|turn| turn_says_something(*turn)),
             ZERO_COMPLETION => owned
                 .matched
                 .iter()
@@ -1098,7 +1093,7 @@ pub fn judge(row: &Map<String, Value>) -> Option<Judgement> {
 }
 
 /// `turn_says_something` of a recorded turn: its own message, reasoning or tool call.
-fn turn_says_something(turn: &Map<String, Value>) -> bool {
+fn turn_says_something(turn: Object<'_>) -> bool {
     let answer = turn.get("answer");
     says_something(answer, true)
         || says_something(turn.get("reasoning_content"), true)

@@ -2,12 +2,7 @@
 //! true only when the Python path would find nothing of any of its rules on the row: when in
 //! doubt, false. `trajlint.check.fast.FAMILIES` names the rules of each bit.
 
-use std::cell::OnceCell;
-
-use serde_json::{Map, Value};
-
 use crate::doc::Object;
-use crate::value;
 
 pub mod counts;
 pub mod drift;
@@ -33,32 +28,15 @@ pub const HEALTH: u32 = 32;
 /// The families whose proof is written: `trajlint.check.fast` asks the core only about these.
 pub const PROVED: u32 = SCHEMA | COUNTS | STRUCTURE | OWNERSHIP | DRIFT | HEALTH;
 
-/// A row as the families read it: its document, and (made once, when a family asks for it)
-/// serde_json's `Value` of its line, which the families not yet written on the document read.
+/// A row as the families read it: its line, and the line's document (a JSON object).
 pub struct Row<'d> {
     pub text: &'d str,
     pub doc: Object<'d>,
-    serde: OnceCell<Option<Map<String, Value>>>,
 }
 
 impl<'d> Row<'d> {
     pub fn new(text: &'d str, doc: Object<'d>) -> Self {
-        Row {
-            text,
-            doc,
-            serde: OnceCell::new(),
-        }
-    }
-
-    /// serde_json's `Value` of the line (None when serde_json does not read it as an object,
-    /// which the document says it is: then no family relying on it proves anything).
-    pub fn serde(&self) -> Option<&Map<String, Value>> {
-        self.serde
-            .get_or_init(|| match value::from_str(self.text) {
-                Ok(Value::Object(map)) => Some(map),
-                _ => None,
-            })
-            .as_ref()
+        Row { text, doc }
     }
 }
 
@@ -68,7 +46,7 @@ pub const ALL: [(u32, Proof); 6] = [
     (SCHEMA, |row| schema::clean(row.doc)),
     (COUNTS, |row| counts::clean(row.doc)),
     (STRUCTURE, |row| structure::clean(row.doc)),
-    (OWNERSHIP, |row| row.serde().is_some_and(ownership::clean)),
-    (DRIFT, |row| row.serde().is_some_and(drift::clean)),
-    (HEALTH, |row| row.serde().is_some_and(health::clean)),
+    (OWNERSHIP, |row| ownership::clean(row.doc)),
+    (DRIFT, |row| drift::clean(row.doc)),
+    (HEALTH, |row| health::clean(row.doc)),
 ];

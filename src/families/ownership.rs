@@ -10,13 +10,12 @@
 
 use std::collections::HashSet;
 
-use serde_json::{Map, Value};
-
 use crate::build::ledger::{self, Entry, Kind, Ledger, Reason};
-use crate::row::{serde_evidence, MODEL_CALLS};
+use crate::doc::Object;
+use crate::row::{evidence, MODEL_CALLS};
 
-pub fn clean(row: &Map<String, Value>) -> bool {
-    if serde_evidence(row) & MODEL_CALLS == 0 {
+pub fn clean(row: Object<'_>) -> bool {
+    if evidence(row) & MODEL_CALLS == 0 {
         // Every rule but TL202 reads model calls, and TL202 judges calls: no call, no finding.
         return true;
     }
