@@ -270,7 +270,7 @@ mod lax {
 
     fn odd(item: Object<'_>, fields: Fields) -> bool {
         fields.iter().any(|(name, kind)| {
-            item.get(*name)
+            item.get(name)
                 .is_some_and(|value| !value.is_null() && !written(value, *kind))
         })
     }
