@@ -231,3 +231,74 @@ fn small_float(x: i128) -> Option<f64> {
     const LIMIT: i128 = 1 << 53;
     (-LIMIT..=LIMIT).contains(&x).then_some(x as f64)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proves(json: &str) -> bool {
+        let (_, doc) = crate::strict::scan_doc(json);
+        let doc = doc.unwrap_or_else(|| panic!("not strict JSON: {json}"));
+        let row = doc.root().as_object();
+        clean(row.unwrap_or_else(|| panic!("not an object: {json}")))
+    }
+
+    fn turn(fields: &str) -> String {
+        format!(r#"{{"ng_trajectory": {{"turns": [{{{fields}}}]}}}}"#)
+    }
+
+    fn verifier(fields: &str) -> String {
+        format!(r#"{{"ng_verifier_invocations": [{{{fields}}}]}}"#)
+    }
+
+    #[test]
+    fn counts_are_integers_within_their_bounds() {
+        assert!(proves(&turn(r#""turn_no": 1, "step_count": 0"#)));
+        assert!(!proves(&turn(r#""turn_no": 0"#)));
+        assert!(!proves(&turn(r#""step_count": -1"#)));
+        assert!(!proves(&turn(r#""step_count": 1.0"#)));
+        assert!(!proves(&turn(r#""step_count": true"#)));
+        assert!(proves(&turn(r#""step_count": null"#)));
+        assert!(proves(&turn(r#""step_count": [-1]"#)));
+    }
+
+    /// `-0` reads as a float: a count written so is left to Python; a measure is 0 either way.
+    #[test]
+    fn negative_zero() {
+        assert!(!proves(&turn(r#""step_count": -0"#)));
+        assert!(proves(&verifier(r#""duration_ms": -0"#)));
+        assert!(proves(&verifier(
+            r#""duration_ms": -0.0, "started_at": 0, "completed_at": -0"#
+        )));
+        assert!(!proves(&verifier(r#""duration_ms": -0.5"#)));
+    }
+
+    #[test]
+    fn totals_never_overflow() {
+        let metrics = |tokens_out: &str| {
+            format!(
+                r#"{{"ng_model_call_capture": {{"metrics": {{"tokens_in": 18446744073709551615, "tokens_out": {tokens_out}, "tokens_total": 18446744073709551615}}}}}}"#
+            )
+        };
+        assert!(!proves(&metrics("1")));
+        assert!(proves(&metrics("0")));
+    }
+
+    #[test]
+    fn times_compare_as_python_compares_them() {
+        let times = |started: &str, completed: &str| {
+            verifier(&format!(
+                r#""started_at": {started}, "completed_at": {completed}"#
+            ))
+        };
+        assert!(proves(&times("1", "1.0")));
+        assert!(!proves(&times("2", "1.5")));
+        assert!(proves(&times(
+            "-9223372036854775808",
+            "18446744073709551615"
+        )));
+        // Beyond 2^53 an integer and a float are not compared here: left to Python.
+        assert!(!proves(&times("9007199254740993", "9007199254740992.0")));
+        assert!(proves(&times("true", "false"))); // booleans are no times
+    }
+}
