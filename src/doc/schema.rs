@@ -285,7 +285,7 @@ mod tests {
             };
             for entry in entries.flatten() {
                 let path = entry.path();
-                if !path.extension().is_some_and(|e| e == "jsonl") {
+                if path.extension().is_none_or(|e| e != "jsonl") {
                     continue;
                 }
                 let bytes = std::fs::read(&path).expect("a corpus file");
