@@ -43,9 +43,16 @@ class DuplicateRolloutIdentity:
             return None
         return (_stage(row.get("stage_index")), task, rollout_index(row)), subject.rollout
 
+    @staticmethod
+    def fold(rows: list[tuple[int, tuple[tuple[Any, Any, Any], Rollout | None]]]) -> list[tuple[bytes, Any, int, Rollout | None]]:
+        """The digests of a part's rows with each key's sort bytes, made where the rows are checked."""
+        return [(key_bytes(key), key, line, identity) for line, (key, identity) in rows]
+
     def absorb(self, location: Location, digest: tuple[tuple[Any, Any, Any], Rollout | None]) -> None:
-        key, identity = digest
-        self._rows.append((key_bytes(key), key, location.path, location.line, identity))
+        self.absorb_folded(location.path, 0, self.fold([(location.line, digest)]))
+
+    def absorb_folded(self, path: str, lines_before: int, folded: list[tuple[bytes, Any, int, Rollout | None]]) -> None:
+        self._rows.extend((sort, key, path, line + lines_before, identity) for sort, key, line, identity in folded)
 
     def finish(self) -> Iterator[tuple[Location, Rollout | None, Violation]]:
         try:
@@ -111,9 +118,16 @@ class SharedCaptureKey:
             return None
         return _stage(row.get("stage_index")), key, (task, rollout_index(row))
 
+    @staticmethod
+    def fold(rows: list[tuple[int, tuple[Any, str, Any]]]) -> list[tuple[bytes, str, int, Any]]:
+        """The digests of a part's rows with each key's sort bytes, made where the rows are checked."""
+        return [(key_bytes((stage, key)), key, line, rollout) for line, (stage, key, rollout) in rows]
+
     def absorb(self, location: Location, digest: tuple[Any, str, Any]) -> None:
-        stage, key, rollout = digest
-        self._rows.append((key_bytes((stage, key)), key, location.path, location.line, rollout))
+        self.absorb_folded(location.path, 0, self.fold([(location.line, digest)]))
+
+    def absorb_folded(self, path: str, lines_before: int, folded: list[tuple[bytes, str, int, Any]]) -> None:
+        self._rows.extend((sort, key, path, line + lines_before, rollout) for sort, key, line, rollout in folded)
 
     def finish(self) -> Iterator[tuple[Location, Rollout | None, Violation]]:
         try:
