@@ -207,8 +207,16 @@ class Sorted(_ReadBack[T]):
             self._flush()
 
     def extend(self, items: Iterable[T]) -> None:
+        # `append`, item by item, without a call per item: the run adds a part's rows at once.
+        key, chunk, seq, limit = self._key, self._chunk, self._seq, self._limit
         for item in items:
-            self.append(item)
+            chunk.append((key(item), seq, item))
+            seq += 1
+            if len(chunk) >= limit:
+                self._seq = seq
+                self._flush()
+                chunk = self._chunk
+        self._seq = seq
 
     def _flush(self) -> None:
         self._chunk.sort(key=_head)

@@ -138,7 +138,9 @@ class TaskRepeats:
 
     def copies_of(self, entry: Task, rollout_index: Any) -> list[tuple[str, int]]:
         bucket = entry.buckets[rollout_index]
-        raw = bucket if isinstance(bucket, list) else [bucket]
+        if not isinstance(bucket, list):  # one copy, as most rollouts have: no duplicate
+            return [(VERDICTS[bucket[1] if isinstance(bucket, tuple) else bucket], 0)]
+        raw = bucket
         keys = [c[0] if isinstance(c, tuple) else None for c in raw]
         codes = [c[1] if isinstance(c, tuple) else c for c in raw]
         counts = Counter(keys) if self.duplicates and len(raw) > 1 else Counter()

@@ -18,6 +18,7 @@ import heapq
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, ClassVar
 
 import orjson
@@ -202,6 +203,12 @@ class RowJudge:
     #: checks it leaves unobserved, and its digest) instead of its row.
     takes_judgement: ClassVar[bool] = True
     fold = staticmethod(fold_judged)
+    #: The code of each check's rule: a row's unobserved rules come as codes.
+    rule_codes: dict[str, str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        names = {name: code for code, name in self.codes.items()}
+        object.__setattr__(self, "rule_codes", {check.rules[0]: names[check.rules[0]] for check in self.checks})
 
     def digest(self, subject: Subject, findings: list[Finding], unobserved: list[str], raised: dict[str, str]) -> Judged:
         row = subject.row
@@ -224,7 +231,8 @@ class RowJudge:
         self, subject: Subject, unobserved: list[str], raised: dict[str, str]
     ) -> tuple[list[dict[str, Any]], list[str], Digest | None]:
         """(NeMo Gym findings, unobserved check ids, digest) of one row, from what its rules found."""
-        unobserved_rules = {self.codes.get(code) for code in unobserved}
+        unobserved_codes = set(unobserved)
+        rule_codes = self.rule_codes
         found: list[dict[str, Any]] = []
         missing: list[str] = []
         judgement = getattr(subject, "judgement", None)
@@ -253,7 +261,7 @@ class RowJudge:
                             "detail": {"reason": "check raised an unexpected exception", "failed_check": check.id, "error": raised[rule]},
                         }
                     )
-            elif rule in unobserved_rules or (view is None and judgement is None):
+            elif rule_codes[rule] in unobserved_codes or (view is None and judgement is None):
                 missing.append(check.id)
             elif view is not None:
                 found.extend(_ng_finding(check.id, item) for item in view.findings(check) or ())
@@ -550,8 +558,7 @@ def _sort_key(task: Any, index: Any, stage: Any) -> tuple[tuple[int, Any], ...]:
     return tuple(_sort_part(v) for v in (_task_value(task), index, stage))
 
 
-def _index_order(entry: tuple[Any, ...]) -> tuple[Any, int]:
-    return entry[0], entry[1]  # ties in the order the rows came
+_index_order = itemgetter(0, 1)  # (sort key, entry number): ties in the order the rows came
 
 
 def _task_order(task: Any) -> bytes:
