@@ -264,6 +264,13 @@ def key_bytes(key: tuple[Any, ...]) -> bytes:
 
 
 def _part(value: Any) -> bytes:
+    kind = type(value)
+    if kind is str:  # the usual keys first: a string, or an integer (not a boolean)
+        data = value.encode("utf-8", "surrogatepass")
+        return b"s" + len(data).to_bytes(8, "big") + data
+    if kind is int:
+        data = str(value).encode()
+        return b"i" + len(data).to_bytes(8, "big") + data
     if value is None:
         tag, data = b"n", b""
     elif isinstance(value, (int, float)):

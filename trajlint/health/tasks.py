@@ -156,10 +156,12 @@ class TaskRepeats:
 
     def outcome_of(self, entry: Task) -> TaskOutcome:
         verdicts = []
-        for rollout_index in entry.buckets:
+        for rollout_index, bucket in entry.buckets.items():
+            if not isinstance(bucket, list):  # one copy: its own verdict
+                verdicts.append(VERDICTS[bucket[1] if isinstance(bucket, tuple) else bucket])
+                continue
             finals = {verdict for verdict, _ in self.copies_of(entry, rollout_index)}
             verdicts.append(finals.pop() if len(finals) == 1 else UNOBSERVED)
-        counts = Counter(verdicts)
         computable = [v for v in verdicts if v != UNOBSERVED]
         flags = []
         coverage = {TASK_UNHEALTHY: len(computable) >= 2, TASK_NO_SUCCESS: entry.policy_calls_observed}
@@ -167,7 +169,7 @@ class TaskRepeats:
             flags.append(TASK_UNHEALTHY)
         if coverage[TASK_NO_SUCCESS] and not entry.successful:
             flags.append(TASK_NO_SUCCESS)
-        return TaskOutcome(len(verdicts), {v: counts.get(v, 0) for v in VERDICTS}, tuple(flags), coverage)
+        return TaskOutcome(len(verdicts), {v: verdicts.count(v) for v in VERDICTS}, tuple(flags), coverage)
 
 
 def copy_of(verdict: str, stage: Any) -> Any:

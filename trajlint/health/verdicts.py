@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import orjson
 
@@ -104,9 +104,11 @@ class _Stats:
         self.capture_completion += other.capture_completion
 
 
-@dataclass(frozen=True, slots=True)
-class Judged:
-    """What the health report keeps of one row: its keys, verdict, checks, and the numbers."""
+class Judged(NamedTuple):
+    """What the health report keeps of one row: its keys, verdict, checks, and the numbers.
+
+    A tuple, not a dataclass: one is made for every row, and a frozen dataclass costs several
+    times as much to make."""
 
     task: Any  # None: the row has no task index, and its position names it
     index: Any
