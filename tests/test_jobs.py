@@ -12,13 +12,13 @@ from pathlib import Path
 import orjson
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from trajlint import read
-from trajlint.check import engine, parallel
+from trajlint.check import engine, fast, parallel
 from trajlint.cli import main
-from trajlint.read import units
+from trajlint.read import native, units
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -105,8 +105,15 @@ def corpus(tmp_path_factory) -> Path:
         orjson.dumps({"responses_create_params": {"input": "no task index"}}) + b"\n",
         b'{"big": "' + b"z" * 400_000 + b'"}\n',  # over --max-row-bytes below
     ]
+    first = orjson.loads(first_row)
+    later = [
+        # Another stage of that rollout (no duplicate), and a task index equal to an integer one.
+        orjson.dumps({**first, "stage_index": 1}) + b"\n",
+        orjson.dumps({"_ng_task_index": float(first["_ng_task_index"]), "_ng_rollout_index": 99}) + b"\n",
+        orjson.dumps({"responses_create_params": {"input": "no task index either"}}) + b"\n",
+    ]
     rows = root / "rows.jsonl"
-    rows.write_bytes(b"".join(lines[:80] + extra + lines[80:]) + b'{"_ng_task_index": 7}')
+    rows.write_bytes(b"".join(lines[:80] + extra + lines[80:] + later) + b'{"_ng_task_index": 7}')
     (root / "second.jsonl").write_bytes(b"".join(lines[::-1][:40]))
     return root
 
@@ -141,6 +148,49 @@ def test_health_report_does_not_depend_on_jobs(corpus, monkeypatch, tmp_path):
              monkeypatch, shard_bytes=shard_bytes)
         reports.append({str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()})
     assert reports[0] == reports[1] and len(reports[0]) >= 2
+
+
+def test_reports_depend_neither_on_jobs_nor_on_the_core(corpus, monkeypatch, tmp_path):
+    """Every output (the report, the health report, the exit status) is the same with the core
+    off, on or checked, in one process, in parts of a few rows, or in workers that fold their
+    rows' digests (duplicates and repeats of one task fall in different shards)."""
+    modes = ["off", "on", "check"] if native.available() else ["off"]
+    proved = []
+    prover = fast.prover
+
+    def counting():
+        found = prover()
+        if found is None:
+            return None
+        check_row, families = found
+
+        def check(raw, *args):
+            proof = check_row(raw, *args)
+            proved.append(proof is not None)
+            return proof
+
+        return check, families
+
+    monkeypatch.setattr(fast, "prover", counting)
+    outputs = {}
+    for mode in modes:
+        monkeypatch.setattr(native, "mode", lambda mode=mode: mode)
+        for jobs, shard_bytes, part_rows in (("1", 10**9, 1000), ("1", 50_000, 3), ("2", 40_000, 1000)):
+            out = tmp_path / f"health-{mode}-{jobs}-{part_rows}"
+            code, report = _run(
+                ["check", "--isolated", "--show-availability", "--max-row-bytes", "300000", "--output-format", "json",
+                 "--health-report", str(out), "--jobs", jobs, str(corpus)],
+                monkeypatch, shard_bytes=shard_bytes, part_rows=part_rows,
+            )
+            health = {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+            outputs[mode, jobs, part_rows] = (code, report, health)
+    reference = outputs["off", "1", 1000]
+    assert reference[0] == 1 and len(reference[2]) >= 4
+    assert b"duplicate-rollout-identity" in reference[1] and b"rollout_duplicate_identity" in b"".join(reference[2].values())
+    for key, output in outputs.items():
+        assert output == reference, key
+    if native.available():
+        assert any(proved), "the core proved no row: the fast path went untested"
 
 
 def test_workers_are_used_when_the_input_is_large_enough(corpus, monkeypatch):
@@ -488,3 +538,154 @@ def test_a_system_that_refuses_workers_gets_the_report_of_fewer_not_a_hang(corpu
     )
     assert proc.returncode == alone.returncode == 1 and not err, err
     assert out == alone.stdout and out
+
+
+# -- what the run keeps of a part's rows does not depend on where parts are cut ------------------
+
+
+def _judged_rows() -> st.SearchStrategy:
+    """Rows as the health judge sees them: indices that collide (1 and 1.0), repeat or are missing,
+    stages, verdicts, digests."""
+    from trajlint.health.view import Digest
+
+    index = st.sampled_from([0, 1, 1.0, 2, "a"])
+    digest = st.one_of(
+        st.none(),
+        st.builds(
+            Digest, st.integers(0, 3), st.integers(0, 2), st.booleans(),
+            st.lists(st.tuples(st.sampled_from(["500", "429"]), st.integers(1, 3)), max_size=2).map(tuple),
+            st.booleans(), st.integers(0, 2), st.integers(0, 9), st.integers(0, 9), st.integers(0, 9),
+            st.integers(0, 9), st.booleans(),
+        ),
+    )
+    row = st.fixed_dictionaries(
+        {}, optional={"_ng_task_index": index, "_ng_rollout_index": index, "stage_index": st.sampled_from([0, 1]),
+                      "_ng_rollout_id": st.sampled_from(["r-1", "r-2"])},
+    )
+    return st.lists(st.tuples(row, digest, st.sets(st.sampled_from(["TL601", "TL603", "TL607"]))), max_size=25)
+
+
+def _cuts(rows: list, draw_cuts: list[int]) -> list[tuple[str, int, list]]:
+    """(path, lines before, rows) of each part: the rows split in two files, each cut where drawn."""
+    half = len(rows) // 2
+    parts = []
+    for path, file_rows in (("a.jsonl", rows[:half]), ("b.jsonl", rows[half:])):
+        cuts = sorted({0, len(file_rows), *(c % (len(file_rows) + 1) for c in draw_cuts)})
+        parts += [(path, start, file_rows[start:end]) for start, end in zip(cuts, cuts[1:])]
+    return parts
+
+
+def _row_by_row(rules, inputs):
+    """A run's health absorbing one row at a time, as the health report did before rows were
+    folded where they are judged: the reference the folded parts are held to."""
+    import tempfile
+
+    from trajlint.health.verdicts import HealthRun, _Ordinal
+
+    class RowByRow(HealthRun):
+        def absorb(self, location, judged):
+            task = judged.task
+            if task is None:
+                task = _Ordinal(self.rows, (self.inputs.get(location.path, len(self.inputs)), location.line))
+                self._ordinals.append(task)
+            self.rows += 1
+            digest = judged.digest
+            self.stats.records += 1
+            if digest is not None:
+                self.stats.add(digest)
+            self.issues.update(judged.found_checks)
+            self.unobserved.update(judged.missing)
+            position = self.repeats.add(
+                task, judged.index, judged.verdict, stage=judged.stage, first=location, rollout=judged.rollout,
+                policy_calls_observed=digest is not None and digest.policy_calls_observed,
+                successful=digest is not None and digest.successful_turn_calls > 0,
+            )
+            offset = self._spool.tell()
+            self._spool.write(judged.record)
+            self._add_index(task, judged.index, judged.stage, offset, len(judged.record), position)
+
+    return RowByRow(rules, inputs, spool=tempfile.TemporaryFile())
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_judged_rows(), st.lists(st.integers(0, 30), max_size=4), st.lists(st.integers(0, 30), max_size=4))
+@example(  # rows named by their position in later parts, with unreadable lines before them
+    [({}, None, set())] * 6 + [({"_ng_task_index": 1, "_ng_rollout_index": 0}, None, {"TL601"})] * 6, [2, 4], [0, 1, 2, 3, 5, 7],
+)
+def test_health_folded_in_parts_is_the_health_row_by_row(rows, draw_cuts, unreadable):
+    from types import SimpleNamespace
+
+    from trajlint.builder.identity import rollout_identity
+    from trajlint.check.registry import load_rules
+    from trajlint.findings import Location
+    from trajlint.health.verdicts import HealthRuns, fold_judged
+
+    runs = HealthRuns(load_rules().values(), spool=True)
+    judge = runs.digester()
+    judged = [
+        judge.digest(
+            SimpleNamespace(row=row, rollout=rollout_identity(row), judgement=fast.Judgement(frozenset(unobserved), digest)),
+            [], sorted(unobserved), {},
+        )
+        for row, digest, unobserved in rows
+    ]
+    inputs = ["a.jsonl", "b.jsonl"]
+    by_row, folded = _row_by_row(runs.rules, inputs), runs.for_run(inputs)
+    # The k-th row of a file is on line 2k; lines that never became rows are on odd lines.
+    for path, before, part in _cuts(judged, draw_cuts):
+        for n, one in enumerate(part, start=before + 1):
+            by_row.absorb(Location(path, 2 * n), one)
+        if part:
+            folded.absorb_folded(path, 2 * before, fold_judged([(2 * n, one) for n, one in enumerate(part, start=1)]))
+    assert list(folded.run_findings()) == list(by_row.run_findings())
+    lines = [(path, 2 * n + 1, "invalid-json") for n in unreadable for path in inputs[: n % 2 + 1]]
+    assert folded.finish(lines) == by_row.finish(lines)
+    assert list(folded.verdict_rows()) == list(by_row.verdict_rows())
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from([0, 1, 1.0, "a"]), st.sampled_from([0, 1]), st.sampled_from([None, 0, 1]),
+                       st.sampled_from(["k-1", "k-2", None])), max_size=25),
+    st.lists(st.integers(0, 30), max_size=4),
+)
+def test_identity_digests_folded_in_parts_find_what_row_by_row_finds(keys, draw_cuts):
+    from trajlint.check.rules.identity import DuplicateRolloutIdentity, SharedCaptureKey
+    from trajlint.check.subject import Subject
+    from trajlint.findings import Location
+
+    subjects = []
+    for task, index, stage, key in keys:
+        row = {"_ng_task_index": task, "_ng_rollout_index": index, **({"stage_index": stage} if stage is not None else {})}
+        if key is not None:
+            row["_ng_rollout_id"] = key
+        subjects.append(Subject("-", 0, frozenset({"line", "row"}), value=row))
+    for rule in (DuplicateRolloutIdentity, SharedCaptureKey):
+        digests = [d for d in (rule().digest(s) for s in subjects)]
+        by_row, folded = rule(), rule()
+        for path, before, part in _cuts(digests, draw_cuts):
+            rows = [(n, d) for n, d in enumerate(part, start=1) if d is not None]
+            for n, d in rows:
+                by_row.absorb(Location(path, n + before), d)
+            if rows:
+                folded.absorb_folded(path, before, rule.fold(rows))
+        assert list(folded.finish()) == list(by_row.finish())
+
+
+def test_a_shifted_finding_keeps_every_field_but_its_lines():
+    import dataclasses
+
+    from trajlint.findings import Finding, Location, Rollout
+
+    finding = Finding(
+        "TL401", "duplicate-rollout-identity", "error", "message", "a.jsonl", 3, "/x",
+        (Location("a.jsonl", 2, "/y"), Location("b.jsonl", 5), Location("a.jsonl", 0)),
+        Rollout("t", "r"), "fingerprint", True,
+    )
+    shifted = engine._shifted(finding, "a.jsonl", 10)
+    assert shifted.line == 13
+    assert shifted.related == (Location("a.jsonl", 12, "/y"), Location("b.jsonl", 5), Location("a.jsonl", 0))
+    for field in dataclasses.fields(Finding):
+        if field.name not in ("line", "related"):
+            assert getattr(shifted, field.name) == getattr(finding, field.name), field.name
+    assert engine._shifted(dataclasses.replace(finding, line=0), "a.jsonl", 10).line == 0

@@ -111,23 +111,26 @@ class Packed(_ReadBack[T]):
     """An append-only sequence of picklable items, read back in the order appended.
 
     `spill=False` keeps every block in memory (compressed): what a worker process hands back
-    is pickled whole, and a part of a unit is small.
+    is pickled whole, and a part of a unit is small. `block` items make a block (default
+    `BLOCK_ITEMS`): 1 for items that are each large.
     """
 
-    def __init__(self, items: Iterable[T] = (), *, spill: bool = True, disk: _Disk | None = None):
+    def __init__(
+        self, items: Iterable[T] = (), *, spill: bool = True, disk: _Disk | None = None, block: int | None = None
+    ):
         self._blocks: list[bytes | tuple[int, int]] = []
         self._tail: list[T] = []
         self._length = 0
         self._memory = 0
         self._spill = spill
         self._disk = disk
-        self._block = _block_items()
+        self._block = block or _block_items()
         for item in items:
             self.append(item)
 
     def __getstate__(self) -> dict[str, Any]:
         blocks = [self._disk.read(*b) if isinstance(b, tuple) else b for b in self._blocks]  # type: ignore[union-attr]
-        return {"blocks": blocks, "tail": self._tail, "length": self._length}
+        return {"blocks": blocks, "tail": self._tail, "length": self._length, "block": self._block}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._blocks = state["blocks"]
@@ -136,7 +139,7 @@ class Packed(_ReadBack[T]):
         self._memory = sum(len(b) for b in self._blocks)
         self._spill = False
         self._disk = None
-        self._block = _block_items()
+        self._block = state.get("block") or _block_items()
 
     def append(self, item: T) -> None:
         self._tail.append(item)
@@ -204,8 +207,16 @@ class Sorted(_ReadBack[T]):
             self._flush()
 
     def extend(self, items: Iterable[T]) -> None:
+        # `append`, item by item, without a call per item: the run adds a part's rows at once.
+        key, chunk, seq, limit = self._key, self._chunk, self._seq, self._limit
         for item in items:
-            self.append(item)
+            chunk.append((key(item), seq, item))
+            seq += 1
+            if len(chunk) >= limit:
+                self._seq = seq
+                self._flush()
+                chunk = self._chunk
+        self._seq = seq
 
     def _flush(self) -> None:
         self._chunk.sort(key=_head)
@@ -253,6 +264,13 @@ def key_bytes(key: tuple[Any, ...]) -> bytes:
 
 
 def _part(value: Any) -> bytes:
+    kind = type(value)
+    if kind is str:  # the usual keys first: a string, or an integer (not a boolean)
+        data = value.encode("utf-8", "surrogatepass")
+        return b"s" + len(data).to_bytes(8, "big") + data
+    if kind is int:
+        data = str(value).encode()
+        return b"i" + len(data).to_bytes(8, "big") + data
     if value is None:
         tag, data = b"n", b""
     elif isinstance(value, (int, float)):

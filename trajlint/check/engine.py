@@ -7,7 +7,6 @@ identity and fingerprint, and containing a rule that raises (`internal-error`) s
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -48,14 +47,16 @@ class UnitResult:
 
     Line numbers count from the unit's first line: a shard does not know how many lines come
     before it, so the run adds them (`Engine.absorb`). `physical_lines` is how many the unit
-    held, blank ones included. `rows` holds, per row that a reduction or observer saw, its line
-    and their digests.
+    held, blank ones included. `folds` holds, per part of the unit whose rows a reduction or
+    observer saw, what each of them keeps of those rows, folded where the rows were checked
+    (`RowChecker.end_unit`), so that the run takes a part in one step per reduction and
+    observer rather than one per row.
     """
 
     path: str
     findings: Any = field(default_factory=list)  # a list, or `Packed` from a worker
     coverage: dict[str, list[int]] = field(default_factory=dict)  # code -> [evaluated, unobserved]
-    rows: Any = field(default_factory=list)  # [(line, digests, observed)], or `Packed`
+    folds: Any = field(default_factory=list)  # [(summary per reduction, summary per observer)], or `Packed`
     files: int = 0
     lines: int = 0
     row_count: int = 0
@@ -65,7 +66,7 @@ class UnitResult:
     def add(self, part: UnitResult) -> None:
         """Fold in the next part of the same unit (its lines count from the unit's first)."""
         self.findings.extend(part.findings)
-        self.rows.extend(part.rows)
+        self.folds.extend(part.folds)
         for code, (evaluated, unobserved) in part.coverage.items():
             counts = self.coverage.setdefault(code, [0, 0])
             counts[0] += evaluated
@@ -75,6 +76,26 @@ class UnitResult:
         self.row_count += part.row_count
         self.internal_errors += part.internal_errors
         self.physical_lines += part.physical_lines
+
+
+class Unfolded(list):
+    """The (line, digest) of each row, for a reduction or observer that folds no rows of its own
+    (it has no `fold`), or whose `fold` raised: the run absorbs them one by one."""
+
+    __slots__ = ()
+
+
+def _fold(folder: Any, rows: list[tuple[int, Any]]) -> Any:
+    """What the run absorbs of a part's rows for one reduction or observer (None: no row)."""
+    if not rows:
+        return None
+    fold = getattr(folder, "fold", None)
+    if fold is not None:
+        try:
+            return fold(rows)
+        except Exception:  # noqa: BLE001 - absorbed row by row, the rule's error is reported at its row
+            pass
+    return Unfolded(rows)
 
 
 #: Evidence of a line of input: the rules that read it look at every line (or row).
@@ -114,7 +135,17 @@ class RowChecker:
         # Rules a row left unobserved that its plan counts as evaluated (see `UNOBSERVED`).
         self._unobserved: dict[str, int] = {}
         self._judged: dict[tuple[tuple[str, frozenset[str]], frozenset[str]], tuple[str, ...]] = {}
+        self._plan_unobserved: dict[tuple[str, frozenset[str]], list[str]] = {}
+        # Per plan: the reductions that digest its subjects (indices into `_reductions`).
+        self._digesting: dict[tuple[str, frozenset[str]], tuple[int, ...]] = {}
         self.unit = UnitResult("")
+        self._start_rows()
+
+    def _start_rows(self) -> None:
+        # The (line, digest) of the part's rows, per reduction and per digester.
+        self._digested: list[list[tuple[int, Any]]] = [[] for _ in self._reductions]
+        self._observed: list[list[tuple[int, Any]]] = [[] for _ in self._digesters]
+        self._kept = 0  # rows the part keeps something of
 
     def _prover(self, rules: Sequence[RuleSpec], judges: bool = False) -> Callable[[bytes], Any] | None:
         """The core's proof for a line of a rollout file when it can prove the line clean of every
@@ -154,7 +185,8 @@ class RowChecker:
         """The whole unit's result in one piece (what a worker hands back): its findings and
         rows packed (`spill.Packed`), so that a unit of millions of lines hands back a few
         compressed blocks, and is built from parts that each hold a few rows."""
-        whole = UnitResult(unit.path, Packed(spill=False), rows=Packed(spill=False))
+        # A part's folds are packed on their own: they hold what is kept of up to `PART_ROWS` rows.
+        whole = UnitResult(unit.path, Packed(spill=False), folds=Packed(spill=False, block=1))
         for part in self.check_parts(unit, max_row_bytes, PART_ROWS, kind):
             whole.add(part)
         return whole
@@ -175,7 +207,7 @@ class RowChecker:
         for subject in unit_subjects(unit, max_row_bytes, tally, kind, self.prove):
             self.visit(subject)
             if rows_per_part is not None and (
-                len(self.unit.rows) >= rows_per_part or len(self.unit.findings) >= rows_per_part
+                self._kept >= rows_per_part or len(self.unit.findings) >= rows_per_part
             ):
                 yield self.end_unit()
                 self.start_unit(unit.path)
@@ -186,8 +218,17 @@ class RowChecker:
         self.unit = UnitResult(path)
         self._uses = {}
         self._unobserved = {}
+        self._start_rows()
 
     def end_unit(self) -> UnitResult:
+        if self._kept:
+            self.unit.folds.append(
+                (
+                    tuple(_fold(reduction, rows) for (_, reduction), rows in zip(self._reductions, self._digested)),
+                    tuple(_fold(digester, rows) for digester, rows in zip(self._digesters, self._observed)),
+                )
+            )
+        self._start_rows()
         coverage = self.unit.coverage
         for key, uses in self._uses.items():
             applicable, unobserved, _ = self._plans[key]
@@ -254,30 +295,45 @@ class RowChecker:
             return
         if subject.proved and self._checking_core:
             self._compare_digests(subject)
-        digests = []
-        for spec, reduction in self._reductions:
-            digest = None
-            if spec.impl.reads <= subject.evidence and kind in spec.impl.kinds:
-                try:
-                    digest = reduction.digest(subject)
-                except Exception as exc:  # noqa: BLE001
-                    self._internal_error(spec, subject, exc)
-            digests.append(digest)
+        line = subject.line
+        kept = False
+        digesting = self._digesting.get(key)
+        if digesting is None:
+            digesting = self._digesting[key] = tuple(
+                i for i, (spec, _) in enumerate(self._reductions) if spec.impl.reads <= evidence and kind in spec.impl.kinds
+            )
+        for i in digesting:
+            spec, reduction = self._reductions[i]
+            try:
+                digest = reduction.digest(subject)
+            except Exception as exc:  # noqa: BLE001
+                self._internal_error(spec, subject, exc)
+                continue
+            if digest is not None:
+                self._digested[i].append((line, digest))
+                kept = True
         if kind != ROLLOUTS:
             # Health judges rollouts only: a row of task inputs is no rollout to give a verdict.
-            if any(digest is not None for digest in digests):
-                unit.rows.append((subject.line, tuple(digests), ()))
+            self._kept += kept
             return
-        observed = ()
+        self._kept += 1
         if self._digesters:
             row_findings = findings[first:]
-            unobserved_codes = [spec.code for spec in unobserved] + unobserved_now
+            unobserved_codes = self._unobserved_codes(key, unobserved) + unobserved_now
             observed = tuple(d.digest(subject, row_findings, unobserved_codes, raised) for d in self._digesters)
             if checking_proof:
                 judged = tuple(d.digest(subject.reduced, [], unobserved_codes, {}) for d in self._digesters)
                 if judged != observed:
                     raise fast.mismatched_judgement(subject, judged, observed)
-        unit.rows.append((subject.line, tuple(digests), observed))
+            for rows, judgement in zip(self._observed, observed):
+                rows.append((line, judgement))
+
+    def _unobserved_codes(self, key: tuple[str, frozenset[str]], unobserved: list[RuleSpec]) -> list[str]:
+        """The codes of the rules a plan leaves unobserved (a new list, memoized per plan)."""
+        codes = self._plan_unobserved.get(key)
+        if codes is None:
+            codes = self._plan_unobserved[key] = [spec.code for spec in unobserved]
+        return list(codes)
 
     def _judged_unobserved(self, key: tuple[str, frozenset[str]], judgement: Any) -> tuple[str, ...]:
         """The rules of a plan a proved row's health judgement leaves unobserved, in plan order
@@ -397,17 +453,30 @@ class Engine:
             result.findings.append(finding)
             if unreadable is not None and finding.name in UNREADABLE:
                 unreadable.append((finding.path, finding.line, finding.name))
-        for line, digests, observed in unit.rows:
-            location = Location(unit.path, line + lines_before)
-            for (spec, reduction), digest in zip(state.reductions, digests):
-                if digest is None:
+        for digested, observed in unit.folds:
+            for (spec, reduction), summary in zip(state.reductions, digested):
+                if summary is None:
+                    continue
+                if isinstance(summary, Unfolded):
+                    for line, digest in summary:
+                        location = Location(unit.path, line + lines_before)
+                        try:
+                            reduction.absorb(location, digest)
+                        except Exception as exc:  # noqa: BLE001
+                            self._internal_error(spec, location, exc)
                     continue
                 try:
-                    reduction.absorb(location, digest)
+                    reduction.absorb_folded(unit.path, lines_before, summary)  # type: ignore[attr-defined]
                 except Exception as exc:  # noqa: BLE001
-                    self._internal_error(spec, location, exc)
-            for observer, digest in zip(state.observers, observed):
-                observer.absorb(location, digest)
+                    self._internal_error(spec, Location(unit.path, 0), exc)
+            for observer, summary in zip(state.observers, observed):
+                if summary is None:
+                    continue
+                if isinstance(summary, Unfolded):
+                    for line, digest in summary:
+                        observer.absorb(Location(unit.path, line + lines_before), digest)
+                else:
+                    observer.absorb_folded(unit.path, lines_before, summary)  # type: ignore[attr-defined]
 
     def finish_run(self, name: str) -> _RunState | None:
         """Judge one run whose files are all absorbed: its run-level findings join the result,
@@ -501,8 +570,19 @@ def _shifted(finding: Finding, path: str, lines_before: int) -> Finding:
             Location(loc.path, loc.line + lines_before, loc.pointer) if loc.line and loc.path == path else loc
             for loc in related
         )
-    return dataclasses.replace(
-        finding, line=finding.line + lines_before if finding.line else 0, related=related
+    # Made directly: `dataclasses.replace` costs several times as much, once per finding of a shard.
+    return Finding(
+        finding.code,
+        finding.name,
+        finding.severity,
+        finding.message,
+        finding.path,
+        finding.line + lines_before if finding.line else 0,
+        finding.pointer,
+        related,
+        finding.rollout,
+        finding.fingerprint,
+        finding.availability,
     )
 
 

@@ -73,10 +73,18 @@ def judgement(raw: tuple[int, tuple[Any, ...]] | None) -> Judgement | None:
     if raw is None:
         return None
     bits, fields = raw
-    unobserved = frozenset(code for i, code in enumerate(ROW_HEALTH) if bits & (1 << i))
-    values = list(fields)
-    values[3] = tuple((str(status), int(count)) for status, count in values[3])  # failed_by_status
-    return Judgement(unobserved, Digest(*values))
+    unobserved = _UNOBSERVED_SETS.get(bits)
+    if unobserved is None:
+        unobserved = _UNOBSERVED_SETS[bits] = frozenset(code for i, code in enumerate(ROW_HEALTH) if bits & (1 << i))
+    if fields[3]:
+        values = list(fields)
+        values[3] = tuple((str(status), int(count)) for status, count in values[3])  # failed_by_status
+        return Judgement(unobserved, Digest(*values))
+    return Judgement(unobserved, Digest(*fields[:3], (), *fields[4:]))
+
+
+#: One set of unobserved rules per combination of the core's bits: a few serve every row.
+_UNOBSERVED_SETS: dict[int, frozenset[str]] = {}
 
 #: Evidence bits of `check_row` (src/row.rs), in bit order.
 EVIDENCE = ("capture", "observations", "trajectory", "verifiers", "model-calls")

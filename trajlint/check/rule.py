@@ -75,6 +75,13 @@ class Reduction(Protocol):
     it is checked (perhaps a worker process, with an instance of its own) and returns a small
     picklable summary that holds no line number; `absorb` receives those summaries in input
     order, with the row's location, in the one instance that reports.
+
+    A reduction may also fold the digests of a part of a unit where they are made, so that the
+    reporting process takes the part in one step instead of one per row: `fold(rows)` (static,
+    `rows` the part's (line, digest), lines counted from the unit's first) returns one picklable
+    summary, and `absorb_folded(path, lines_before, summary)` takes it as `absorb` would take
+    each row at line `line + lines_before` of `path`. Without them (or when `fold` raises), the
+    run absorbs row by row.
     """
 
     def digest(self, subject: Subject) -> Any: ...
@@ -100,7 +107,8 @@ class RowObserver(Protocol):
 
     For run-level views that need a row's outcome rather than its evidence (health verdicts).
     Split like a `Reduction`: `digester().digest(...)` where the row is checked, `absorb` in
-    input order where the run is reported. At the end it may report findings for the rules it
+    input order where the run is reported; a digester's `fold` and the observer's
+    `absorb_folded` take a part's rows at once, as a reduction's do. At the end it may report findings for the rules it
     stands for (`observed_rule`): (rule name, location, rollout, pointer, message).
     """
 

@@ -82,8 +82,7 @@ class TaskRepeats:
         entry = self.tasks.get(task)
         if entry is None:
             entry = Task(first, rollout)
-        # Copies in one stage are duplicates of one rollout, as NeMo Gym's check has them.
-        copy = _CODE[verdict] if stage is None else (stage, _CODE[verdict])
+        copy = copy_of(verdict, stage)
         bucket = entry.buckets.get(rollout_index)
         if bucket is None:
             entry.buckets[rollout_index] = copy
@@ -99,13 +98,49 @@ class TaskRepeats:
         self.tasks.put(task, entry)
         return position
 
+    def merge(
+        self,
+        task: Any,
+        buckets: dict[Any, list[Any]],
+        *,
+        first: Location,
+        rollout: Rollout | None,
+        policy_calls_observed: bool,
+        successful: bool,
+    ) -> dict[Any, int]:
+        """Record the copies of several rows of one task at once, as `add` would one by one:
+        `buckets` maps each rollout index to its copies (`copy_of`) in row order; `first` and
+        `rollout` are the first row's. Returns, for each rollout index that had copies
+        already, how many: the positions of the new copies are shifted by that much."""
+        entry = self.tasks.get(task)
+        if entry is None:
+            entry = Task(first, rollout)
+        shifts = {}
+        held = entry.buckets
+        for rollout_index, copies in buckets.items():
+            bucket = held.get(rollout_index)
+            if bucket is None:
+                held[rollout_index] = copies[0] if len(copies) == 1 else list(copies)
+            elif isinstance(bucket, list):
+                shifts[rollout_index] = len(bucket)
+                bucket.extend(copies)
+            else:
+                shifts[rollout_index] = 1
+                held[rollout_index] = [bucket, *copies]
+        entry.policy_calls_observed &= policy_calls_observed
+        entry.successful |= successful
+        self.tasks.put(task, entry)
+        return shifts
+
     def copies(self, task: Any, rollout_index: Any) -> list[tuple[str, int]]:
         """(final verdict, duplicate count) of each copy; a duplicate is unhealthy."""
         return self.copies_of(self.tasks[task], rollout_index)
 
     def copies_of(self, entry: Task, rollout_index: Any) -> list[tuple[str, int]]:
         bucket = entry.buckets[rollout_index]
-        raw = bucket if isinstance(bucket, list) else [bucket]
+        if not isinstance(bucket, list):  # one copy, as most rollouts have: no duplicate
+            return [(VERDICTS[bucket[1] if isinstance(bucket, tuple) else bucket], 0)]
+        raw = bucket
         keys = [c[0] if isinstance(c, tuple) else None for c in raw]
         codes = [c[1] if isinstance(c, tuple) else c for c in raw]
         counts = Counter(keys) if self.duplicates and len(raw) > 1 else Counter()
@@ -121,10 +156,12 @@ class TaskRepeats:
 
     def outcome_of(self, entry: Task) -> TaskOutcome:
         verdicts = []
-        for rollout_index in entry.buckets:
+        for rollout_index, bucket in entry.buckets.items():
+            if not isinstance(bucket, list):  # one copy: its own verdict
+                verdicts.append(VERDICTS[bucket[1] if isinstance(bucket, tuple) else bucket])
+                continue
             finals = {verdict for verdict, _ in self.copies_of(entry, rollout_index)}
             verdicts.append(finals.pop() if len(finals) == 1 else UNOBSERVED)
-        counts = Counter(verdicts)
         computable = [v for v in verdicts if v != UNOBSERVED]
         flags = []
         coverage = {TASK_UNHEALTHY: len(computable) >= 2, TASK_NO_SUCCESS: entry.policy_calls_observed}
@@ -132,7 +169,13 @@ class TaskRepeats:
             flags.append(TASK_UNHEALTHY)
         if coverage[TASK_NO_SUCCESS] and not entry.successful:
             flags.append(TASK_NO_SUCCESS)
-        return TaskOutcome(len(verdicts), {v: counts.get(v, 0) for v in VERDICTS}, tuple(flags), coverage)
+        return TaskOutcome(len(verdicts), {v: verdicts.count(v) for v in VERDICTS}, tuple(flags), coverage)
+
+
+def copy_of(verdict: str, stage: Any) -> Any:
+    """What a task keeps of one copy of a rollout: its verdict's code, with its stage when it has
+    one (copies in one stage are duplicates of one rollout, as NeMo Gym's check has them)."""
+    return _CODE[verdict] if stage is None else (stage, _CODE[verdict])
 
 
 def _default_order(task: Any) -> bytes:

@@ -18,7 +18,8 @@ import heapq
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from operator import itemgetter
+from typing import Any, ClassVar, NamedTuple
 
 import orjson
 
@@ -38,6 +39,7 @@ from trajlint.health.tasks import (
     UNHEALTHY,
     VERDICTS,
     TaskRepeats,
+    copy_of,
     flag_message,
     rollout_index,
     stage_index,
@@ -87,10 +89,26 @@ class _Stats:
         self.capture_prompt += digest.capture_prompt
         self.capture_completion += digest.capture_completion
 
+    def merge(self, other: _Stats) -> None:
+        self.records += other.records
+        self.captures += other.captures
+        self.errors += other.errors
+        self.errors_by_status.update(other.errors_by_status)
+        self.rollouts_with_errors += other.rollouts_with_errors
+        self.ended_on_error += other.ended_on_error
+        self.replayed += other.replayed
+        self.replaying_rollouts += other.replaying_rollouts
+        self.prompt += other.prompt
+        self.completion += other.completion
+        self.capture_prompt += other.capture_prompt
+        self.capture_completion += other.capture_completion
 
-@dataclass(frozen=True, slots=True)
-class Judged:
-    """What the health report keeps of one row: its keys, verdict, checks, and the numbers."""
+
+class Judged(NamedTuple):
+    """What the health report keeps of one row: its keys, verdict, checks, and the numbers.
+
+    A tuple, not a dataclass: one is made for every row, and a frozen dataclass costs several
+    times as much to make."""
 
     task: Any  # None: the row has no task index, and its position names it
     index: Any
@@ -101,6 +119,77 @@ class Judged:
     missing: tuple[str, ...]
     digest: Digest | None
     record: bytes | None  # the row's verdict line for the report, when one is written
+
+
+#: A row without `_ng_task_index` stands in a fold's tasks as (`_POSITION`, its number there),
+#: which no task index is (`task_index` gives a number or a string).
+_POSITION = "row named by its position"
+
+
+@dataclass(slots=True)
+class JudgedRows:
+    """What the health report keeps of consecutive rows of one unit, folded where they were
+    judged (`fold_judged`), so that the run takes them in one step (`HealthRun.absorb_folded`):
+    the sums, each task's copies and the verdict lines. Lines count from the unit's first."""
+
+    rows: int
+    stats: _Stats
+    issues: Counter
+    unobserved: Counter
+    #: task -> [first line, first rollout, {rollout index: [copy, ...]}, policy calls observed,
+    #: successful], in the order first seen; a row without a task index is (`_POSITION`, n).
+    tasks: dict[Any, list[Any]]
+    #: (n, line) of each row without a task index, the n-th row here.
+    positions: list[tuple[int, int]]
+    #: The verdict lines, one after the other, when the report is written.
+    records: bytes
+    #: Per verdict line: (sort key, or None for a row named by its position; task; rollout
+    #: index; stage; offset in `records`; length; position among its rollout's copies here).
+    index: list[tuple[Any, ...]]
+
+
+def fold_judged(rows: list[tuple[int, Judged]]) -> JudgedRows:
+    """What the health report keeps of the judged rows (line, `Judged`) of a part of a unit."""
+    stats = _Stats()
+    issues: Counter[str] = Counter()
+    unobserved: Counter[str] = Counter()
+    tasks: dict[Any, list[Any]] = {}
+    positions: list[tuple[int, int]] = []
+    records: list[bytes] = []
+    index: list[tuple[Any, ...]] = []
+    offset = 0
+    for n, (line, judged) in enumerate(rows):
+        task = judged.task
+        if task is None:
+            task = (_POSITION, n)
+            positions.append((n, line))
+        digest = judged.digest
+        stats.records += 1
+        if digest is not None:
+            stats.add(digest)
+        if judged.found_checks:
+            issues.update(judged.found_checks)
+        if judged.missing:
+            unobserved.update(judged.missing)
+        entry = tasks.get(task)
+        if entry is None:
+            entry = tasks[task] = [line, judged.rollout, {}, True, False]
+        copies = entry[2].get(judged.index)
+        if copies is None:
+            copies = entry[2][judged.index] = []
+        position = len(copies)
+        copies.append(copy_of(judged.verdict, judged.stage))
+        if digest is None or not digest.policy_calls_observed:
+            entry[3] = False
+        if digest is not None and digest.successful_turn_calls > 0:
+            entry[4] = True
+        record = judged.record
+        if record is not None:
+            sort = None if judged.task is None else _sort_key(task, judged.index, judged.stage)
+            index.append((sort, task, judged.index, judged.stage, offset, len(record), position))
+            records.append(record)
+            offset += len(record)
+    return JudgedRows(len(rows), stats, issues, unobserved, tasks, positions, b"".join(records), index)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +204,13 @@ class RowJudge:
     #: A row the native core proved healthy comes with its judgement (`subject.judgement`: the
     #: checks it leaves unobserved, and its digest) instead of its row.
     takes_judgement: ClassVar[bool] = True
+    fold = staticmethod(fold_judged)
+    #: The code of each check's rule: a row's unobserved rules come as codes.
+    rule_codes: dict[str, str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        names = {name: code for code, name in self.codes.items()}
+        object.__setattr__(self, "rule_codes", {check.rules[0]: names[check.rules[0]] for check in self.checks})
 
     def digest(self, subject: Subject, findings: list[Finding], unobserved: list[str], raised: dict[str, str]) -> Judged:
         row = subject.row
@@ -137,7 +233,8 @@ class RowJudge:
         self, subject: Subject, unobserved: list[str], raised: dict[str, str]
     ) -> tuple[list[dict[str, Any]], list[str], Digest | None]:
         """(NeMo Gym findings, unobserved check ids, digest) of one row, from what its rules found."""
-        unobserved_rules = {self.codes.get(code) for code in unobserved}
+        unobserved_codes = set(unobserved)
+        rule_codes = self.rule_codes
         found: list[dict[str, Any]] = []
         missing: list[str] = []
         judgement = getattr(subject, "judgement", None)
@@ -166,7 +263,7 @@ class RowJudge:
                             "detail": {"reason": "check raised an unexpected exception", "failed_check": check.id, "error": raised[rule]},
                         }
                     )
-            elif rule in unobserved_rules or (view is None and judgement is None):
+            elif rule_codes[rule] in unobserved_codes or (view is None and judgement is None):
                 missing.append(check.id)
             elif view is not None:
                 found.extend(_ng_finding(check.id, item) for item in view.findings(check) or ())
@@ -257,31 +354,50 @@ class HealthRun:
         return RowJudge(self.codes, self.checks, self.selected, self.stated_checked, self._spool is not None)
 
     def absorb(self, location: Location, judged: Judged) -> None:
-        task = judged.task
-        if task is None:
-            task = _Ordinal(self.rows, (self.inputs.get(location.path, len(self.inputs)), location.line))
-            self._ordinals.append(task)
-        self.rows += 1
-        digest = judged.digest
-        self.stats.records += 1
-        if digest is not None:
-            self.stats.add(digest)
-        self.issues.update(judged.found_checks)
-        self.unobserved.update(judged.missing)  # evaluated and ignored are counted at the end
-        position = self.repeats.add(
-            task,
-            judged.index,
-            judged.verdict,
-            stage=judged.stage,
-            first=location,
-            rollout=judged.rollout,
-            policy_calls_observed=digest is not None and digest.policy_calls_observed,
-            successful=digest is not None and digest.successful_turn_calls > 0,
-        )
-        if self._spool is not None and judged.record is not None:
-            offset = self._spool.tell()
-            self._spool.write(judged.record)
-            self._add_index(task, judged.index, judged.stage, offset, len(judged.record), position)
+        self.absorb_folded(location.path, 0, fold_judged([(location.line, judged)]))
+
+    def absorb_folded(self, path: str, lines_before: int, folded: JudgedRows) -> None:
+        """Take the judged rows of a part of a unit of `path`, whose lines follow `lines_before`
+        others of the file."""
+        named: dict[Any, _Ordinal] = {}
+        if folded.positions:
+            k = self.inputs.get(path, len(self.inputs))
+            for n, line in folded.positions:
+                ordinal = _Ordinal(self.rows + n, (k, line + lines_before))
+                self._ordinals.append(ordinal)
+                named[(_POSITION, n)] = ordinal
+        self.rows += folded.rows
+        self.stats.merge(folded.stats)
+        self.issues.update(folded.issues)
+        self.unobserved.update(folded.unobserved)  # evaluated and ignored are counted at the end
+        shifts: dict[tuple[Any, Any], int] = {}
+        for task, (line, rollout, buckets, observed, successful) in folded.tasks.items():
+            moved = self.repeats.merge(
+                named[task] if isinstance(task, tuple) else task,
+                buckets,
+                first=Location(path, line + lines_before),
+                rollout=rollout,
+                policy_calls_observed=observed,
+                successful=successful,
+            )
+            for index, shift in moved.items():
+                shifts[task, index] = shift
+        if self._spool is None or not folded.index:
+            return
+        base = self._spool.tell()
+        self._spool.write(folded.records)
+        entries = self._entries
+        ordered = []
+        for sort, task, index, stage, offset, length, position in folded.index:
+            if shifts:
+                position += shifts.get((task, index), 0)
+            if sort is None:
+                self._ordinal_index.append((None, entries, named[task], index, stage, base + offset, length, position))
+            else:
+                ordered.append((sort, entries, task, index, stage, base + offset, length, position))
+            entries += 1
+        self._entries = entries
+        self._index.extend(ordered)
 
     def _add_index(self, task: Any, index: Any, stage: Any, offset: int, length: int, position: int) -> None:
         entry = (None, self._entries, task, index, stage, offset, length, position)
@@ -444,8 +560,7 @@ def _sort_key(task: Any, index: Any, stage: Any) -> tuple[tuple[int, Any], ...]:
     return tuple(_sort_part(v) for v in (_task_value(task), index, stage))
 
 
-def _index_order(entry: tuple[Any, ...]) -> tuple[Any, int]:
-    return entry[0], entry[1]  # ties in the order the rows came
+_index_order = itemgetter(0, 1)  # (sort key, entry number): ties in the order the rows came
 
 
 def _task_order(task: Any) -> bytes:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from collections.abc import Iterator
+from operator import itemgetter
 from typing import Any
 
 from trajlint.builder.identity import rollout_id
@@ -33,8 +34,10 @@ class DuplicateRolloutIdentity:
     """
 
     def __init__(self) -> None:
-        # (sort key, place number, key, path, line, identity), sorted by key; ties in row order
-        self._rows: Sorted[tuple[bytes, Any, str, int, Rollout | None]] = Sorted(_first)
+        # (sort key, key, path, line, identity as (task_id, rollout_id)), sorted by key; ties in
+        # row order. The identity of a row with no copy is never shown, so it is kept as a tuple,
+        # which costs less to pickle than a `Rollout`.
+        self._rows: Sorted[tuple[bytes, Any, str, int, tuple[str, str] | None]] = Sorted(_first)
 
     def digest(self, subject: Subject) -> tuple[tuple[Any, Any, Any], Rollout | None] | None:
         row = subject.row
@@ -43,9 +46,19 @@ class DuplicateRolloutIdentity:
             return None
         return (_stage(row.get("stage_index")), task, rollout_index(row)), subject.rollout
 
+    @staticmethod
+    def fold(rows: list[tuple[int, tuple[tuple[Any, Any, Any], Rollout | None]]]) -> list[tuple[bytes, Any, int, tuple[str, str] | None]]:
+        """The digests of a part's rows with each key's sort bytes, made where the rows are checked."""
+        return [
+            (key_bytes(key), key, line, None if identity is None else (identity.task_id, identity.rollout_id))
+            for line, (key, identity) in rows
+        ]
+
     def absorb(self, location: Location, digest: tuple[tuple[Any, Any, Any], Rollout | None]) -> None:
-        key, identity = digest
-        self._rows.append((key_bytes(key), key, location.path, location.line, identity))
+        self.absorb_folded(location.path, 0, self.fold([(location.line, digest)]))
+
+    def absorb_folded(self, path: str, lines_before: int, folded: list[tuple[bytes, Any, int, tuple[str, str] | None]]) -> None:
+        self._rows.extend((sort, key, path, line + lines_before, identity) for sort, key, line, identity in folded)
 
     def finish(self) -> Iterator[tuple[Location, Rollout | None, Violation]]:
         try:
@@ -57,9 +70,9 @@ class DuplicateRolloutIdentity:
             self._rows.close()
 
     @staticmethod
-    def _group(group: list[tuple[bytes, Any, str, int, Rollout | None]]) -> Iterator[tuple[Location, Rollout | None, Violation]]:
+    def _group(group: list[tuple[bytes, Any, str, int, tuple[str, str] | None]]) -> Iterator[tuple[Location, Rollout | None, Violation]]:
         stage, task, rollout = group[0][1]
-        places = [(path, line, identity) for _, _, path, line, identity in group]
+        places = [(path, line, None if identity is None else Rollout(*identity)) for _, _, path, line, identity in group]
         in_stage = f" in stage {_stage_text(stage)}" if stage is not None else ""
         cited = f" (the first {CITED} others are cited)" if len(places) > CITED + 1 else ""
         per_file = Counter(path for path, _, _ in places)  # counted once: a group may hold thousands
@@ -111,9 +124,16 @@ class SharedCaptureKey:
             return None
         return _stage(row.get("stage_index")), key, (task, rollout_index(row))
 
+    @staticmethod
+    def fold(rows: list[tuple[int, tuple[Any, str, Any]]]) -> list[tuple[bytes, str, int, Any]]:
+        """The digests of a part's rows with each key's sort bytes, made where the rows are checked."""
+        return [(key_bytes((stage, key)), key, line, rollout) for line, (stage, key, rollout) in rows]
+
     def absorb(self, location: Location, digest: tuple[Any, str, Any]) -> None:
-        stage, key, rollout = digest
-        self._rows.append((key_bytes((stage, key)), key, location.path, location.line, rollout))
+        self.absorb_folded(location.path, 0, self.fold([(location.line, digest)]))
+
+    def absorb_folded(self, path: str, lines_before: int, folded: list[tuple[bytes, str, int, Any]]) -> None:
+        self._rows.extend((sort, key, path, line + lines_before, rollout) for sort, key, line, rollout in folded)
 
     def finish(self) -> Iterator[tuple[Location, Rollout | None, Violation]]:
         try:
@@ -148,8 +168,7 @@ class SharedCaptureKey:
             )
 
 
-def _first(entry: tuple[Any, ...]) -> Any:
-    return entry[0]
+_first = itemgetter(0)
 
 
 def _index_text(value: Any) -> str:
