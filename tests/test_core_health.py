@@ -150,19 +150,19 @@ def test_the_engine_finds_nothing_on_judged_rows(core, generated, monkeypatch):
 
 
 def _modelled(raw: bytes) -> bool:
-    """A row whose build the judgement models: a stated trajectory NeMo Gym accepts whole, and
-    observations (if any) it accepts whole."""
+    """A row whose build the judgement models: a stated trajectory NeMo Gym accepts whole, or none
+    (the build makes the turns from the evidence); and observations (if any) it accepts whole."""
     subject = row_subject("-", 1, raw)
-    row = subject.value
-    if not isinstance(row, dict) or not isinstance(row.get("ng_trajectory"), dict):
+    if not isinstance(subject.value, dict):
         return False
     evidence = subject.build.evidence
-    return evidence.stated_valid and (evidence.observations_valid or not evidence.observations)
+    stated_ok = evidence.stated_valid or not evidence.stated
+    return stated_ok and (evidence.observations_valid or not evidence.observations)
 
 
 def test_coverage_of_the_modelled_rows(core, generated):
     """Every modelled row Python finds healthy is judged."""
-    judged = 0
+    judged = built = 0
     for path in (EXAMPLES / "clean.jsonl", PERSISTED, *generated):
         for number, raw in enumerate(_lines(path.read_bytes()), 1):
             python = _python(raw)
@@ -170,15 +170,24 @@ def test_coverage_of_the_modelled_rows(core, generated):
                 continue
             assert _core_judgement(core, raw) is not None, f"{_name(path)}:{number} is not judged"
             judged += 1
-    assert judged > 100
+            built += not isinstance(json.loads(raw).get("ng_trajectory"), dict)
+    assert judged > 100 and built > 50
 
 
 def test_rows_outside_the_model_are_not_judged(core):
-    rows = _lines((EXAMPLES / "clean.jsonl").read_bytes())
-    for raw in rows:
-        row = json.loads(raw)
-        if not isinstance(row.get("ng_trajectory"), dict):
-            assert core.health_judgement(raw) is None  # turns built from evidence: not modelled
+    """A stated trajectory NeMo Gym does not accept whole, observations it does not accept whole,
+    and lines that are no row, are left to Python."""
+    clean = [json.loads(raw) for raw in _lines((EXAMPLES / "clean.jsonl").read_bytes())]
+    stated = next(row for row in clean if isinstance(row.get("ng_trajectory"), dict))
+    assert core.health_judgement(json.dumps(stated).encode()) is not None
+    invalid = copy.deepcopy(stated)
+    invalid["ng_trajectory"]["turns"][0]["turn_no"] = "1"  # NeMo Gym's lax reading coerces it
+    assert core.health_judgement(json.dumps(invalid).encode()) is None
+    observed = next(row for row in clean if isinstance(row.get("ng_agent_observations"), dict))
+    assert core.health_judgement(json.dumps(observed).encode()) is not None
+    unknown = copy.deepcopy(observed)
+    unknown["ng_agent_observations"]["records"][0]["output"] = "x"  # a key the schema does not know
+    assert core.health_judgement(json.dumps(unknown).encode()) is None
     for raw in (b"", b"[]", b"{", b'{"ng_trajectory": {"task_id": "0", "rollout_id": "0-0"}, "ng_agent_observations": []}'):
         assert core.health_judgement(raw) is None
 

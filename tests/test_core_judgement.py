@@ -140,8 +140,13 @@ def test_a_wrong_unobserved_set_stops_a_checked_run(tmp_path, reference_core, mo
 
 
 def test_a_row_the_core_does_not_judge_is_not_proved_when_a_judgement_is_asked(core):
-    """The example's first row builds its turns from the evidence, which the health family does
-    not judge: a run with the health report takes it the Python way, a run without proves it."""
-    raw = (EXAMPLES / "clean.jsonl").read_bytes().splitlines()[0]
+    """A row whose observations NeMo Gym does not accept whole (a record with a key its schema
+    does not know) is one the health family does not judge: a run with the health report takes it
+    the Python way, a run without proves it."""
+    rows = [orjson.loads(raw) for raw in (EXAMPLES / "clean.jsonl").read_bytes().splitlines()]
+    row = next(row for row in rows if isinstance(row.get("ng_agent_observations"), dict))
+    assert core.check_row(orjson.dumps(row), 0, 0, True) is not None
+    row["ng_agent_observations"]["records"][0]["output"] = "x"
+    raw = orjson.dumps(row)
     assert core.check_row(raw, 0) is not None
     assert core.check_row(raw, 0, 0, True) is None

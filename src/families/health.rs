@@ -4,11 +4,11 @@
 //!
 //! Modelled: rows whose build takes the stated trajectory's turns (an `ng_trajectory` object that
 //! NeMo Gym accepts whole: valid against its schema, its record invariants holding, no value its
-//! lax validation would coerce). Agent observations, when the row has them, must be accepted
-//! whole too and hold no compaction record (whose helper calls the transcript's usage counts);
-//! the invocations they add and the join of their references with the captured calls are
-//! modelled, and a join that records a reference gap is not. Every other row answers None and
-//! the Python path judges it.
+//! lax validation would coerce), and rows with no `ng_trajectory` object, whose turns the build
+//! makes from the evidence (`built_turns`). Agent observations, when the row has them, must be
+//! accepted whole too; the invocations they add and the join of their references with the
+//! captured calls are modelled, and a join that records a reference gap is not. Every other row
+//! answers None and the Python path judges it.
 //!
 //! On such a row the build's calls are the stated calls, each merged with the captured call of
 //! its id, then the other captured calls (`build::ledger`); each call's metadata and token counts
@@ -22,7 +22,7 @@ use jsonschema::{Registry, Validator};
 use serde_json::json;
 
 use crate::build::ledger::{self, Kind, Ledger, RefKey, CAPTURE, OBSERVATIONS, STATED};
-use crate::build::turns::truthy;
+use crate::build::turns::{self, truthy};
 use crate::doc::schema::DocJson;
 use crate::doc::{self, Children, Json, Object, Value};
 use crate::families::schema::DOCUMENTS;
@@ -599,7 +599,7 @@ fn bundle_invariants_hold(records: &[Object<'_>]) -> Option<bool> {
 fn observed<'a>(
     row: Object<'a>,
     bundle: Value<'a>,
-    stated: Object<'a>,
+    stated: Option<Object<'a>>,
     ledger: &Ledger<'a>,
     schemas: &Schemas,
 ) -> Option<Observed<'a>> {
@@ -632,7 +632,7 @@ fn observed<'a>(
             codes.push(code); // a capture present rejoins the calls: the join writes its own
         }
     }
-    let known: HashSet<Option<&str>> = list(stated.get("invocations"))
+    let known: HashSet<Option<&str>> = list(stated.and_then(|s| s.get("invocations")))
         .filter_map(Value::as_object)
         .map(|inv| string(inv.get("invocation_id")))
         .collect();
@@ -778,9 +778,7 @@ fn refs<'a>(items: &[Object<'a>], seen: &mut HashSet<RefKey<'a>>, out: &mut Vec<
             let Some(key) = ledger::ref_key(reference) else {
                 continue;
             };
-            let usable =
-                key.call_id.is_some() || (key.server.is_some() && key.response_id.is_some());
-            if usable && seen.insert(key) {
+            if usable(&key) && seen.insert(key) {
                 out.push(key);
             }
         }
@@ -851,15 +849,23 @@ fn chain_ended_on_failure(calls: &[Call<'_>], chain: &[usize]) -> bool {
 
 /// The row's judgement: Some only when Python finds no finding of TL601-TL609 on it.
 pub fn judge(row: Object<'_>) -> Option<Judgement> {
-    let stated_value = row.get(STATED)?;
-    let stated = stated_value.as_object()?;
     let schemas = schemas()?;
-    if !as_written(stated)
-        || !invariants_hold(stated)?
-        || !schemas.trajectory.is_valid(stated_value)
-    {
-        return None;
-    }
+    // `Evidence.stated`: the row carries an `ng_trajectory` object, whose turns the build takes.
+    let stated = match row.get(STATED) {
+        Some(value) => match value.view() {
+            Json::Object(stated) => {
+                if !as_written(stated)
+                    || !invariants_hold(stated)?
+                    || !schemas.trajectory.is_valid(value)
+                {
+                    return None;
+                }
+                Some(stated)
+            }
+            _ => None,
+        },
+        None => None,
+    };
     let ledger = ledger::build(row)?;
     let calls = build_calls(row, &ledger)?;
     let observed = match row.get(OBSERVATIONS).filter(|b| b.is_object()) {
@@ -873,7 +879,7 @@ pub fn judge(row: Object<'_>) -> Option<Judgement> {
     // The build's gap codes, of those the view reads.
     let mut codes: HashSet<&str> = HashSet::new();
     let mut reference_gaps = 0usize;
-    let stated_gaps = list(stated.get("gaps")).filter_map(Value::as_object);
+    let stated_gaps = list(stated.and_then(|s| s.get("gaps"))).filter_map(Value::as_object);
     let capture = row.get(CAPTURE);
     let capture_gaps =
         list(object(capture).and_then(|c| c.get("gaps"))).filter(|gap| gap.is_object());
@@ -897,14 +903,19 @@ pub fn judge(row: Object<'_>) -> Option<Judgement> {
         codes.insert("model_calls_unavailable");
     }
 
-    let turns: Vec<Object> = list(stated.get("turns"))
-        .filter_map(Value::as_object)
-        .collect();
-    let invocations: Vec<Object> = list(stated.get("invocations"))
+    let mut seen = HashSet::new();
+    let turns = match stated {
+        Some(stated) => stated_turns(stated, &mut seen),
+        None => built_turns(row, &ledger, &calls, &mut seen)?,
+    };
+    if stated.is_none() && turns.count == 0 {
+        codes.insert("turns_unavailable");
+    }
+    let invocations: Vec<Object> = list(stated.and_then(|s| s.get("invocations")))
         .filter_map(Value::as_object)
         .collect();
 
-    let turns_observed = !turns.is_empty() || !codes.contains("turns_unavailable");
+    let turns_observed = turns.count > 0 || !codes.contains("turns_unavailable");
     let incomplete: Vec<&str> = INCOMPLETE_CALL_GAPS
         .iter()
         .copied()
@@ -922,15 +933,12 @@ pub fn judge(row: Object<'_>) -> Option<Judgement> {
         incomplete.is_empty() || (incomplete == ["model_calls_unavailable"] && capture_damaged);
     let scope_complete = !codes.contains("turn_model_call_scope_incomplete");
 
-    let mut seen = HashSet::new();
-    let mut turn_keys = Vec::new();
-    refs(&turns, &mut seen, &mut turn_keys);
-    let turn_bindings = bind(&ledger, &turn_keys);
+    let turn_keys = &turns.keys;
+    let turn_bindings = bind(&ledger, turn_keys);
     let mut invocation_keys = Vec::new();
     refs(&invocations, &mut seen, &mut invocation_keys);
     for key in observed.references {
-        let usable = key.call_id.is_some() || (key.server.is_some() && key.response_id.is_some());
-        if usable && seen.insert(key) {
+        if usable(&key) && seen.insert(key) {
             invocation_keys.push(key);
         }
     }
@@ -1010,16 +1018,9 @@ pub fn judge(row: Object<'_>) -> Option<Judgement> {
             continue;
         }
         let found = match check {
-            MISSING_TURNS => !turns.iter().any(|turn| {
-                let usable = list(turn.get("model_calls")).any(|r| {
-                    ledger::ref_key(r).is_some_and(|k| {
-                        k.call_id.is_some() || (k.server.is_some() && k.response_id.is_some())
-                    })
-                });
-                usable || turn_says_something(*turn)
-            }),
+            MISSING_TURNS => !turns.active,
             ENDED_ON_FAILURE => ended_on_error,
-            HOLLOW_TURN => !turns.iter().all(|turn| turn_says_something(*turn)),
+            HOLLOW_TURN => turns.hollow,
             ZERO_COMPLETION => owned
                 .matched
                 .iter()
@@ -1098,4 +1099,249 @@ fn turn_says_something(turn: Object<'_>) -> bool {
     says_something(answer, true)
         || says_something(turn.get("reasoning_content"), true)
         || has_tool_call(answer)
+}
+
+// -- the turns ------------------------------------------------------------------------------------
+
+fn kind(map: Object<'_>) -> Option<&str> {
+    map.get("type").and_then(Value::as_str)
+}
+
+/// What the checks read of the build's turns.
+struct Turns<'a> {
+    count: usize,
+    /// The usable references of the turns' `model_calls`, each form once (`_refs`).
+    keys: Vec<RefKey<'a>>,
+    /// Some turn has model activity: a usable reference, or something said (`_missing_turns`).
+    active: bool,
+    /// Some turn says nothing (`_hollow`).
+    hollow: bool,
+}
+
+/// The stated trajectory's turns, judged as recorded.
+fn stated_turns<'a>(stated: Object<'a>, seen: &mut HashSet<RefKey<'a>>) -> Turns<'a> {
+    let turns: Vec<Object> = list(stated.get("turns"))
+        .filter_map(Value::as_object)
+        .collect();
+    let mut keys = Vec::new();
+    refs(&turns, seen, &mut keys);
+    let active = turns.iter().any(|turn| {
+        let names_a_call =
+            list(turn.get("model_calls")).any(|r| ledger::ref_key(r).is_some_and(|k| usable(&k)));
+        names_a_call || turn_says_something(*turn)
+    });
+    Turns {
+        count: turns.len(),
+        keys,
+        active,
+        hollow: !turns.iter().all(|turn| turn_says_something(*turn)),
+    }
+}
+
+/// A reference that names a call: by id, or by model and response id (`nemo_gym_label`).
+fn usable(key: &RefKey<'_>) -> bool {
+    key.call_id.is_some() || (key.server.is_some() && key.response_id.is_some())
+}
+
+/// The turns the build makes from the evidence when nothing is stated (`_Builder.turns`): one per
+/// call an agent invocation owns, in the ledger's order, each referencing its own call by
+/// {model_call_id, model_ref, response_id}. Such a turn is judged by the calls that reference
+/// matches (`turn_says_something(..., recorded=False)`): its own, and any other holding the same
+/// id, model and response id. None when a turn's owner is not modelled (`turns::expected`).
+fn built_turns<'a>(
+    row: Object<'a>,
+    ledger: &Ledger<'a>,
+    calls: &[Call<'a>],
+    seen: &mut HashSet<RefKey<'a>>,
+) -> Option<Turns<'a>> {
+    let expected = turns::expected(row, ledger)?;
+    let mut said: Vec<Option<bool>> = vec![None; calls.len()];
+    let mut says = |i: usize| *said[i].get_or_insert_with(|| response_says(calls[i].response));
+    let mut found = Turns {
+        count: 0,
+        keys: Vec::new(),
+        active: false,
+        hollow: false,
+    };
+    for (i, entry) in ledger.calls.iter().enumerate() {
+        if expected[i].is_none() {
+            continue;
+        }
+        found.count += 1;
+        // The reference's form: the projection keeps a model_ref only of a model server, and the
+        // ledger reads empty ids as absent, as `ref_key` does.
+        let key = RefKey {
+            call_id: entry.model_call_id,
+            server: entry.server,
+            response_id: entry.response_id,
+        };
+        if usable(&key) && seen.insert(key) {
+            found.keys.push(key);
+        }
+        let said = says(i)
+            || ledger
+                .index
+                .matches(Some(key))
+                .unwrap_or(&[])
+                .iter()
+                .any(|&j| says(j));
+        found.active |= usable(&key) || said;
+        found.hollow |= !said;
+    }
+    Some(found)
+}
+
+/// Whether a built turn's call says something: its response's answer, reasoning or tool calls
+/// as `turn_content` splits them (Responses `output` items, Chat Completions `choices[0].message`,
+/// Anthropic Messages `content` blocks), read by `says_something` and `has_tool_call` with the
+/// thinking keys. A tool call counted by `turn_content` is one `has_tool_call` finds in the answer.
+fn response_says(response: Option<Value<'_>>) -> bool {
+    let Some(response) = response.and_then(Value::as_object) else {
+        return false;
+    };
+    // Items of a list, split into reasoning and answer: the answer's items are tool calls too.
+    let items_say = |items: doc::Array<'_>, reasoning: &dyn Fn(Object<'_>) -> bool| {
+        items.iter().any(|item| match item.view() {
+            Json::Object(map) if reasoning(map) => says_something(Some(item), true),
+            Json::Object(_) => says_something(Some(item), true) || has_tool_call(Some(item)),
+            _ => false,
+        })
+    };
+    if let Some(Json::Array(output)) = response.get("output").map(Value::view) {
+        return items_say(output, &|item| kind(item) == Some("reasoning"));
+    }
+    if let Some(Json::Array(choices)) = response.get("choices").map(Value::view) {
+        if let Some(Json::Object(choice)) = choices.first().map(Value::view) {
+            // `message or {}`: a message that is no object says nothing.
+            let Some(message) = choice.get("message") else {
+                return false;
+            };
+            let Json::Object(fields) = message.view() else {
+                return false;
+            };
+            // `reasoning_content or reasoning`; the answer is the message without both.
+            let first = fields.get("reasoning_content");
+            let reasoning = if truthy(first) {
+                first
+            } else {
+                fields.get("reasoning")
+            };
+            let answer_says = (kind(fields) == Some("redacted_thinking")
+                && says_something(fields.get("data"), true))
+                || SAYING_KEYS
+                    .iter()
+                    .chain(&["thinking"])
+                    .filter(|key| !matches!(**key, "reasoning_content" | "reasoning"))
+                    .any(|key| says_something(fields.get(key), true));
+            return answer_says || says_something(reasoning, true) || has_tool_call(Some(message));
+        }
+    }
+    if let Some(Json::Array(blocks)) = response.get("content").map(Value::view) {
+        return items_say(blocks, &|block| {
+            matches!(kind(block), Some("thinking" | "redacted_thinking"))
+        });
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::build::parsed;
+
+    fn says(response: serde_json::Value) -> bool {
+        response_says(Some(parsed(&response.to_string())))
+    }
+
+    #[test]
+    fn what_a_built_turn_says_in_each_dialect() {
+        // Responses: text, reasoning and tool calls say something; whitespace does not (U+001C is
+        // whitespace to Python's `str.isspace`, U+200B is not).
+        assert!(says(
+            json!({"output": [{"type": "message", "content": [{"type": "output_text", "text": "hi"}]}]})
+        ));
+        assert!(!says(
+            json!({"output": [{"type": "message", "content": [{"type": "output_text", "text": " \u{1c}\u{3000}"}]}]})
+        ));
+        assert!(says(
+            json!({"output": [{"type": "message", "content": [{"text": "\u{200b}"}]}]})
+        ));
+        assert!(says(
+            json!({"output": [{"type": "reasoning", "summary": [{"text": "r"}]}]})
+        ));
+        assert!(says(
+            json!({"output": [{"type": "function_call", "name": "f"}]})
+        ));
+        // A reasoning item is read for what it says, not for tool calls.
+        assert!(!says(
+            json!({"output": [{"type": "reasoning", "tool_calls": [1]}]})
+        ));
+        assert!(says(
+            json!({"output": [{"type": "message", "tool_calls": [1]}]})
+        ));
+        assert!(!says(json!({"output": ["loose text", 1]})));
+        // Chat: `reasoning_content or reasoning`, and the message without either.
+        assert!(!says(
+            json!({"choices": [{"message": {"reasoning_content": " ", "reasoning": "r"}}]})
+        ));
+        assert!(says(
+            json!({"choices": [{"message": {"reasoning_content": "", "reasoning": "r"}}]})
+        ));
+        assert!(says(
+            json!({"choices": [{"message": {"content": null, "tool_calls": [{}]}}]})
+        ));
+        assert!(!says(
+            json!({"choices": [{"message": {"content": null, "tool_calls": []}}]})
+        ));
+        assert!(says(
+            json!({"choices": [{"message": {"type": "redacted_thinking", "data": "x"}}]})
+        ));
+        assert!(!says(json!({"choices": [{"message": "hello"}]})));
+        assert!(!says(json!({"choices": [{"text": "hello"}]})));
+        // A first choice that is no object: the Anthropic blocks are read instead.
+        assert!(says(
+            json!({"choices": ["x"], "content": [{"type": "text", "text": "hi"}]})
+        ));
+        // Anthropic: thinking blocks are reasoning, tool_use a tool call.
+        assert!(says(
+            json!({"content": [{"type": "thinking", "thinking": "t"}]})
+        ));
+        assert!(!says(
+            json!({"content": [{"type": "thinking", "thinking": " "}]})
+        ));
+        assert!(says(json!({"content": [{"type": "tool_use", "id": "t"}]})));
+        // No dialect: nothing said, whatever the response holds.
+        assert!(!says(json!({"output_text": "hello"})));
+        assert!(!says(json!({"content": "hello"})));
+        assert!(!response_says(None));
+    }
+
+    #[test]
+    fn a_row_without_a_stated_trajectory_is_judged_on_its_built_turns() {
+        let row = |response: serde_json::Value| -> Object<'static> {
+            let row = json!({
+                "ng_model_call_capture": {"calls": [{
+                    "model_call_id": "a", "call_index": 0, "tokens_in": 3, "tokens_out": 2,
+                    "model_ref": {"type": "responses_api_models", "name": "policy"},
+                    "status_code": 200, "response": response,
+                }]},
+                "ng_agent_observations": {"source": "test", "records": [{
+                    "kind": "agent_invocation", "invocation_id": "i", "conversation": [],
+                    "model_calls": [{"model_call_id": "a", "model_ref": null, "response_id": null}],
+                }]},
+                "response": {"usage": {"input_tokens": 3, "output_tokens": 2}},
+            });
+            parsed(&row.to_string()).as_object().expect("an object")
+        };
+        let judged = judge(row(
+            json!({"output": [{"type": "function_call", "name": "f"}]}),
+        ))
+        .expect("a healthy row");
+        assert_eq!(judged.unobserved, 0);
+        assert_eq!(judged.digest.successful_turn_calls, 1);
+        assert!(judged.digest.policy_calls_observed);
+        assert!(!judged.digest.stated_invalid);
+        // A hollow turn is agent-turn-hollow's finding.
+        assert!(judge(row(json!({"output": [{"type": "message", "content": []}]}))).is_none());
+    }
 }
