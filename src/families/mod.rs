@@ -50,3 +50,13 @@ pub const ALL: [(u32, Proof); 6] = [
     (DRIFT, |row| drift::clean(row.doc)),
     (HEALTH, |row| health::clean(row.doc)),
 ];
+
+/// Whether `clean` proves the row written as `json` (a test's row; it must be a strict JSON
+/// object).
+#[cfg(test)]
+pub(crate) fn proves(clean: fn(Object<'_>) -> bool, json: &str) -> bool {
+    let (_, doc) = crate::strict::scan_doc(json);
+    let doc = doc.unwrap_or_else(|| panic!("not strict JSON: {json}"));
+    let row = doc.root().as_object();
+    clean(row.unwrap_or_else(|| panic!("not an object: {json}")))
+}
