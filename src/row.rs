@@ -31,8 +31,8 @@ pub const TRAJECTORY: u32 = 4;
 pub const VERIFIERS: u32 = 8;
 pub const MODEL_CALLS: u32 = 16;
 
-/// Lines longer than this are never parsed here: a parsed row takes up to ~40 times its line in
-/// memory (an array of small numbers), and the Python path that takes the line instead holds
+/// Lines longer than this are never parsed here: a document takes one 32-byte node a value, up
+/// to ~16 times its line (an array of one-digit numbers), and the Python path that takes the line instead holds
 /// its own parse alone, never both. Rollout rows are tens to hundreds of kilobytes.
 pub const MAX_PROVED_LINE: usize = 8 * 1024 * 1024;
 

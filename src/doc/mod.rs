@@ -604,6 +604,12 @@ mod tests {
     }
 
     #[test]
+    fn a_node_is_32_bytes() {
+        // `row::MAX_PROVED_LINE` bounds a document's memory by this.
+        assert_eq!(std::mem::size_of::<super::Node>(), 32);
+    }
+
+    #[test]
     fn accessors() {
         let text = r#"{"a":[1,{"b":null}],"c":"d","e":-2,"f":2.5,"g":true}"#;
         let (_, doc) = scan_doc(text);
