@@ -99,7 +99,9 @@ pub fn scan_text(text: &str) -> u32 {
 /// `scan_text`, and in the same pass the line's document when the verdict is clean (0) and it
 /// nests fewer than `DOC_DEPTH` levels.
 pub fn scan_doc(text: &str) -> (u32, Option<Doc<'_>>) {
-    let mut scanner = Scanner::new(text, Some(Building::default()));
+    // A node holds offsets as 32-bit numbers, and a string's length one bit less.
+    let building = (text.len() < DECODED as usize).then(Building::default);
+    let mut scanner = Scanner::new(text, building);
     if scanner.document().is_err() {
         return (INVALID, None);
     }
