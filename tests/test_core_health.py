@@ -91,20 +91,24 @@ def _agrees(core, raw: bytes, where: str) -> bool:
     return True
 
 
-@pytest.fixture(scope="module")
-def generated(tmp_path_factory):
-    out = tmp_path_factory.mktemp("health")
+def generate_pair(out: Path, rows: int, seeds: tuple[int, int]) -> list[Path]:
+    """A defective and a mostly clean generated file of small rows, from these seeds."""
     files = []
-    for name, defects, seed in (("defective.jsonl", "0.3", "7"), ("mostly-clean.jsonl", "0.03", "8")):
+    for name, defects, seed in (("defective.jsonl", "0.3", seeds[0]), ("mostly-clean.jsonl", "0.03", seeds[1])):
         path = out / name
         made = subprocess.run(
-            [sys.executable, str(ROOT / "bench" / "generate.py"), "--rows", "150", "--defects", defects,
-             "--payload-kb", "2", "--seed", seed, "-o", str(path)],
+            [sys.executable, str(ROOT / "bench" / "generate.py"), "--rows", str(rows), "--defects", defects,
+             "--payload-kb", "2", "--seed", str(seed), "-o", str(path)],
             capture_output=True, text=True,
         )
         assert made.returncode == 0, made.stderr
         files.append(path)
     return files
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    return generate_pair(tmp_path_factory.mktemp("health"), 150, (7, 8))
 
 
 def _name(path: Path) -> str:

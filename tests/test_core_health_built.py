@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from .conftest import EXAMPLES, ROOT
+from .conftest import EXAMPLES
 from .test_core_health import (
     ENTRIES,
     PERSISTED,
@@ -32,6 +30,7 @@ from .test_core_health import (
     _loads,
     _name,
     _python,
+    generate_pair,
 )
 
 STATED, OBSERVATIONS, CAPTURE = "ng_trajectory", "ng_agent_observations", "ng_model_call_capture"
@@ -41,18 +40,7 @@ STATED, OBSERVATIONS, CAPTURE = "ng_trajectory", "ng_agent_observations", "ng_mo
 def generated(tmp_path_factory):
     """Generated files (seeds other than test_core_health's): most of their rows state no
     trajectory, in all three dialects."""
-    out = tmp_path_factory.mktemp("health-built")
-    files = []
-    for name, defects, seed in (("defective.jsonl", "0.3", "21"), ("mostly-clean.jsonl", "0.03", "22")):
-        path = out / name
-        made = subprocess.run(
-            [sys.executable, str(ROOT / "bench" / "generate.py"), "--rows", "200", "--defects", defects,
-             "--payload-kb", "2", "--seed", seed, "-o", str(path)],
-            capture_output=True, text=True,
-        )
-        assert made.returncode == 0, made.stderr
-        files.append(path)
-    return files
+    return generate_pair(tmp_path_factory.mktemp("health-built"), 200, (21, 22))
 
 
 def _unstated(raw: bytes) -> bool:
