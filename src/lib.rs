@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 pub mod build;
 pub mod doc;
 pub mod families;
+pub mod hash;
 pub mod row;
 pub mod strict;
 pub mod value;

@@ -7,7 +7,7 @@
 //! records are all joined, valid or not: a record the build leaves out only adds gaps here, so
 //! the gaps found are a superset of Python's. `gaps` answers None for a shape it does not model.
 
-use std::collections::{HashMap, HashSet};
+use crate::hash::{HashMap, HashSet};
 
 use crate::build::ledger::{
     list, object, objects, ref_key, string, Ledger, RefKey, CAPTURE, OBSERVATIONS,
@@ -85,7 +85,7 @@ pub fn gaps<'a>(row: Object<'a>, ledger: &Ledger<'a>) -> Option<Vec<Gap<'a>>> {
             .copied()
             .filter(|&i| calls[i].capture.is_some())
     };
-    let mut found_forms: HashMap<Option<RefKey<'a>>, Matched> = HashMap::new();
+    let mut found_forms: HashMap<Option<RefKey<'a>>, Matched> = HashMap::default();
     let mut matched = |key: Option<RefKey<'a>>| {
         *found_forms.entry(key).or_insert_with(|| {
             let mut named = captured(key);
@@ -96,7 +96,7 @@ pub fn gaps<'a>(row: Object<'a>, ledger: &Ledger<'a>) -> Option<Vec<Gap<'a>>> {
             }
         })
     };
-    let mut sessions: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut sessions: HashMap<&str, Vec<usize>> = HashMap::default();
     for position in 0..calls.len() {
         if let Some(session) = raw(position).and_then(|r| string(r.get("client_session_id"))) {
             sessions.entry(session).or_default().push(position);
@@ -114,8 +114,8 @@ pub fn gaps<'a>(row: Object<'a>, ledger: &Ledger<'a>) -> Option<Vec<Gap<'a>>> {
             .filter(|r| r.is_object())
             .map(ref_key)
             .collect();
-        let mut forms = HashSet::new();
-        let mut referenced: HashSet<usize> = HashSet::new();
+        let mut forms = HashSet::default();
+        let mut referenced: HashSet<usize> = HashSet::default();
         for &key in &refs {
             if forms.insert(key) {
                 referenced.extend(captured(key));

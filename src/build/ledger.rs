@@ -15,7 +15,7 @@
 //! form, the candidates of a form are one shared slice, and an invocation id repeated many
 //! times claims its sessions' calls once.
 
-use std::collections::{HashMap, HashSet};
+use crate::hash::{HashMap, HashSet};
 
 use crate::doc::{self, Children, Object, Value};
 
@@ -137,7 +137,7 @@ pub struct CallIndex<'a> {
 
 impl<'a> CallIndex<'a> {
     pub fn new(calls: &[Entry<'a>]) -> Self {
-        let mut found: HashMap<RefKey<'a>, Vec<usize>> = HashMap::new();
+        let mut found: HashMap<RefKey<'a>, Vec<usize>> = HashMap::default();
         let mut add = |call_id, server, response_id, index| {
             found
                 .entry(RefKey {
@@ -352,13 +352,13 @@ fn calls(row: Object<'_>) -> Option<Vec<Call<'_>>> {
             });
         }
     }
-    let mut by_id: HashMap<&str, usize> = HashMap::new();
+    let mut by_id: HashMap<&str, usize> = HashMap::default();
     for (i, call) in calls.iter().enumerate() {
         if let Some(id) = call.model_call_id {
             by_id.insert(id, i);
         }
     }
-    let mut consumed: HashSet<&str> = HashSet::new();
+    let mut consumed: HashSet<&str> = HashSet::default();
     if let Some(capture) = object(row.get(CAPTURE)) {
         for (k, raw) in objects(capture.get("calls")) {
             let id = string(raw.get("model_call_id"));
@@ -478,13 +478,13 @@ pub fn build(row: Object<'_>) -> Option<Ledger<'_>> {
             claims: Vec::new(),
         });
     }
-    let mut sessions: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut sessions: HashMap<&str, Vec<usize>> = HashMap::default();
     for (position, raw) in capture_of.iter().enumerate() {
         if let Some(session) = raw.and_then(|raw| string(raw.get("client_session_id"))) {
             sessions.entry(session).or_default().push(position);
         }
     }
-    let mut by_id = HashMap::new();
+    let mut by_id = HashMap::default();
     for (position, entry) in entries.iter().enumerate() {
         if let Some(id) = entry.model_call_id {
             by_id.insert(id, position);
@@ -498,7 +498,7 @@ pub fn build(row: Object<'_>) -> Option<Ledger<'_>> {
         capture_of,
         sessions,
         by_id,
-        sessions_claimed: HashSet::new(),
+        sessions_claimed: HashSet::default(),
     };
     let stated = object(row.get(STATED));
     if let Some(stated) = stated {

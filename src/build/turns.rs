@@ -8,7 +8,7 @@
 //! its claims standing in invocations proved valid, `ledger::proved_valid_invocation`, which the
 //! caller checks): `expected` answers None for a call claimed by two.
 
-use std::collections::HashMap;
+use crate::hash::HashMap;
 
 use crate::build::ledger::{list, object, CAPTURE, STATED};
 use crate::build::ledger::{Entry, Kind, Ledger};
@@ -163,7 +163,7 @@ pub fn response<'a>(calls: &Calls<'a>, entry: &Entry) -> Option<Value<'a>> {
 /// id (which Python's turn owner skips but its claimants list counts).
 pub fn expected<'a>(row: Object<'a>, ledger: &Ledger<'a>) -> Option<Vec<Option<Turn<'a>>>> {
     let calls = Calls::of(row);
-    let mut steps: HashMap<&str, u64> = HashMap::new();
+    let mut steps: HashMap<&str, u64> = HashMap::default();
     let mut turns = Vec::with_capacity(ledger.calls.len());
     for entry in &ledger.calls {
         if entry.claimed_as(Kind::Verifier) || entry.claimed_as(Kind::Compaction) {

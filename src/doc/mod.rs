@@ -93,6 +93,20 @@ impl<'a> Doc<'a> {
         source.get(start..start + len as usize).unwrap_or("")
     }
 
+    /// Whether the key at `span` is `wanted`.
+    fn key_is(&self, span: Span, wanted: &[u8]) -> bool {
+        if (span.len & !DECODED) as usize != wanted.len() {
+            return false;
+        }
+        let source = if span.len & DECODED != 0 {
+            self.decoded.as_bytes()
+        } else {
+            self.text.as_bytes()
+        };
+        let start = span.start as usize;
+        source.get(start..start + wanted.len()) == Some(wanted)
+    }
+
     fn node(&self, at: u32) -> &Node {
         &self.nodes[at as usize]
     }
@@ -421,7 +435,12 @@ impl<'d> Object<'d> {
     }
 
     pub fn get(self, key: &str) -> Option<Value<'d>> {
-        self.iter().find(|(name, _)| *name == key).map(|(_, v)| v)
+        // The lookup every family makes most: compared by length first, then as bytes, so that a
+        // member whose key cannot match costs no slicing of the text.
+        let doc = self.doc;
+        let wanted = key.as_bytes();
+        self.values()
+            .find(|value| doc.key_is(value.node().key, wanted))
     }
 
     pub fn contains_key(self, key: &str) -> bool {

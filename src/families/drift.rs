@@ -15,7 +15,7 @@
 //! is referenced by two turns, and every expected turn is referenced. TL502 is clean when every
 //! join gap the build holds is one of the stated trajectory's gaps.
 
-use std::collections::HashSet;
+use crate::hash::HashSet;
 
 use crate::build::join::{self, Gap, AMBIGUOUS, CONFLICT, UNAVAILABLE, UNMATCHED};
 use crate::build::ledger::{self, list, object, objects, string, Kind, Ledger, Place};

@@ -15,7 +15,7 @@
 //! are read here as `project_call` and `merge_into` make them: the capture's value where it has
 //! one, else the stated one.
 
-use std::collections::{HashMap, HashSet};
+use crate::hash::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use jsonschema::{Registry, Validator};
@@ -512,13 +512,13 @@ fn invariants_hold(stated: Object<'_>) -> Option<bool> {
             _ => None,
         }
     };
-    let mut invocations = HashSet::new();
+    let mut invocations = HashSet::default();
     for inv in objects("invocations")? {
         if !invocations.insert(text_key(inv.get("invocation_id"))?) {
             return Some(false);
         }
     }
-    let mut ids = HashSet::new();
+    let mut ids = HashSet::default();
     for call in objects("model_calls")? {
         if let Some(id) = text_key(call.get("model_call_id"))?.filter(|id| !id.is_empty()) {
             if !ids.insert(id) {
@@ -530,7 +530,7 @@ fn invariants_hold(stated: Object<'_>) -> Option<bool> {
         text_key(stated.get("task_id"))?,
         text_key(stated.get("rollout_id"))?,
     );
-    let mut keys = HashSet::new();
+    let mut keys = HashSet::default();
     for turn in objects("turns")? {
         let turn_no = match turn.get("turn_no").filter(|v| !v.is_null()) {
             None => None,
@@ -562,7 +562,7 @@ struct Observed<'a> {
 /// `_bundle_invariants_hold` over agent invocation records: unique ids and no parent cycle.
 /// None when an id is not modelled.
 fn bundle_invariants_hold(records: &[Object<'_>]) -> Option<bool> {
-    let mut parents: HashMap<Option<&str>, Option<&str>> = HashMap::new();
+    let mut parents: HashMap<Option<&str>, Option<&str>> = HashMap::default();
     let mut order = Vec::new();
     for record in records {
         if string(record.get("kind")) != Some("agent_invocation") {
@@ -575,9 +575,9 @@ fn bundle_invariants_hold(records: &[Object<'_>]) -> Option<bool> {
         }
         order.push(id);
     }
-    let mut cleared = HashSet::new();
+    let mut cleared = HashSet::default();
     for start in order {
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         let mut node = start;
         while let Some(id) = node.filter(|n| !cleared.contains(n)) {
             let Some(parent) = parents.get(&Some(id)) else {
@@ -639,7 +639,7 @@ fn observed<'a>(
     // The calls each client session names, in order (`_sessions`).
     let captured: Option<Vec<Value>> =
         object(row.get(CAPTURE)).map(|c| list(c.get("calls")).collect());
-    let mut sessions: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut sessions: HashMap<&str, Vec<usize>> = HashMap::default();
     for (position, entry) in ledger.calls.iter().enumerate() {
         let raw = entry
             .capture
@@ -659,7 +659,7 @@ fn observed<'a>(
             .filter(|&i| ledger.calls[i].capture.is_some())
             .collect()
     };
-    let mut owned: HashMap<usize, Option<&str>> = HashMap::new();
+    let mut owned: HashMap<usize, Option<&str>> = HashMap::default();
     let mut references = Vec::new();
     for record in records
         .iter()
@@ -790,7 +790,7 @@ fn bind<'a>(ledger: &Ledger<'a>, keys: &[RefKey<'a>]) -> Bindings {
         references: keys.len(),
         ..Bindings::default()
     };
-    let mut matched = HashSet::new();
+    let mut matched = HashSet::default();
     for key in keys {
         match ledger.index.matches(Some(*key)).unwrap_or(&[]) {
             [] => bindings.missing += 1,
@@ -877,7 +877,7 @@ pub fn judge(row: Object<'_>) -> Option<Judgement> {
     };
 
     // The build's gap codes, of those the view reads.
-    let mut codes: HashSet<&str> = HashSet::new();
+    let mut codes: HashSet<&str> = HashSet::default();
     let mut reference_gaps = 0usize;
     let stated_gaps = list(stated.and_then(|s| s.get("gaps"))).filter_map(Value::as_object);
     let capture = row.get(CAPTURE);
@@ -903,7 +903,7 @@ pub fn judge(row: Object<'_>) -> Option<Judgement> {
         codes.insert("model_calls_unavailable");
     }
 
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     let turns = match stated {
         Some(stated) => stated_turns(stated, &mut seen),
         None => built_turns(row, &ledger, &calls, &mut seen)?,
@@ -989,7 +989,7 @@ pub fn judge(row: Object<'_>) -> Option<Judgement> {
     });
 
     // The calls per model they went to (`HealthView.chains`).
-    let mut chains: HashMap<Option<ledger::Server>, Vec<usize>> = HashMap::new();
+    let mut chains: HashMap<Option<ledger::Server>, Vec<usize>> = HashMap::default();
     for (position, call) in calls.iter().enumerate() {
         chains.entry(call.model_ref).or_default().push(position);
     }
@@ -1055,8 +1055,8 @@ pub fn judge(row: Object<'_>) -> Option<Judgement> {
     }
 
     // The digest.
-    let mut failed: HashMap<String, u64> = HashMap::new();
-    let mut identities = HashSet::new();
+    let mut failed: HashMap<String, u64> = HashMap::default();
+    let mut identities = HashSet::default();
     let (mut duplicated, mut prompt_sum, mut completion_sum) = (0u64, 0u64, 0u64);
     for call in &calls {
         if call.failed() {

@@ -8,7 +8,7 @@
 //! claimed by one verifier and by no agent, compaction or turn; and, in a row with agent
 //! invocations, every call owned by someone or contested by an ambiguous reference.
 
-use std::collections::HashSet;
+use crate::hash::HashSet;
 
 use crate::build::ledger::{self, Entry, Kind, Ledger, Reason};
 use crate::doc::Object;
@@ -37,7 +37,7 @@ pub fn clean(row: Object<'_>) -> bool {
 /// (the duplicate id is another rule's). Some(the calls an ambiguous reference names) when so.
 fn references_clean(ledger: &Ledger) -> Option<Vec<bool>> {
     let mut contested = vec![false; ledger.calls.len()];
-    let mut forms = HashSet::new();
+    let mut forms = HashSet::default();
     for unresolved in &ledger.unresolved {
         match unresolved.reason {
             Reason::Unjoinable => {}

@@ -23,7 +23,7 @@
 //!   writes. Such a value the schema may still accept (`12.0` is an integer to JSON Schema); the
 //!   build then reports it as coerced, and `noncanonical-value` warns.
 
-use std::collections::HashMap;
+use crate::hash::HashMap;
 use std::sync::OnceLock;
 
 use jsonschema::{Registry, Validator};
@@ -101,7 +101,7 @@ fn build() -> Option<RowSchema> {
     let (row_uri, row) = row?;
     let properties = modelled_row(&row)?;
     let registry = Registry::new().extend(documents).ok()?.prepare().ok()?;
-    let mut validators = HashMap::new();
+    let mut validators = HashMap::default();
     for name in properties.keys() {
         // A reference into the row schema, as the Python rules make one for a part of a schema.
         let part = json!({

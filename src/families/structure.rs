@@ -13,7 +13,7 @@
 
 mod identity;
 
-use std::collections::{HashMap, HashSet};
+use crate::hash::{HashMap, HashSet};
 
 use crate::doc::{Json, Object, Value};
 
@@ -64,7 +64,10 @@ pub fn clean(row: Object<'_>) -> bool {
         return false; // TL405 turn-identity-mismatch, TL406 trajectory-identity-mismatch
     }
     // TL407-TL409: the invocations wherever they stand, the bundle's first.
-    let mut known: HashSet<&str> = HashSet::with_capacity(agent.len() + stated_invocations.len());
+    let mut known: HashSet<&str> = HashSet::with_capacity_and_hasher(
+        agent.len() + stated_invocations.len(),
+        Default::default(),
+    );
     let mut claims: Vec<(&str, &str)> = Vec::new();
     for &invocation in agent.iter().chain(&stated_invocations) {
         if let Some(id) = string(invocation, "invocation_id") {
@@ -121,7 +124,7 @@ fn text<'d>(item: Object<'d>, field: &str) -> Option<&'d str> {
 
 /// Whether two of the items have one usable id in `field`.
 fn repeats<'d>(found: impl Iterator<Item = Object<'d>>, field: &str) -> bool {
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     found
         .filter_map(|item| text(item, field))
         .any(|id| !seen.insert(id))
@@ -151,7 +154,7 @@ fn integer(value: Option<Value<'_>>) -> Option<Option<i128>> {
 /// TL404: two turns with one string `invocation_id` and one integer `turn_no` (or a turn whose
 /// number this module cannot read as Python does).
 fn turn_numbers_repeat(turns: &[Object<'_>]) -> bool {
-    let mut seen = HashSet::with_capacity(turns.len());
+    let mut seen = HashSet::with_capacity_and_hasher(turns.len(), Default::default());
     for turn in turns {
         let Some(number) = integer(turn.get("turn_no")) else {
             return true;
@@ -167,7 +170,7 @@ fn turn_numbers_repeat(turns: &[Object<'_>]) -> bool {
 
 /// TL410: two tool calls of one list with one string `(invocation_id, tool_call_id)`.
 fn tool_calls_repeat<'d>(found: impl Iterator<Item = Object<'d>>) -> bool {
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     found
         .filter_map(|tool| {
             Some((
@@ -202,7 +205,8 @@ fn turns_name_their_rollout(row: Object<'_>, turns: &[Object<'_>]) -> bool {
 fn has_cycle(claims: &[(&str, &str)]) -> bool {
     // Each claiming invocation numbered once; its first parent as a number, when that parent
     // claims one too (a walk ends at a parent that claims none).
-    let mut number: HashMap<&str, usize> = HashMap::with_capacity(claims.len());
+    let mut number: HashMap<&str, usize> =
+        HashMap::with_capacity_and_hasher(claims.len(), Default::default());
     let mut firsts: Vec<&str> = Vec::with_capacity(claims.len());
     for &(id, parent) in claims {
         number.entry(id).or_insert_with(|| {
@@ -242,7 +246,7 @@ fn parents_explained(row: Object<'_>, known: &HashSet<&str>, claims: &[(&str, &s
     if claims.iter().all(|(_, parent)| known.contains(parent)) {
         return true;
     }
-    let mut named: HashSet<&str> = HashSet::new();
+    let mut named: HashSet<&str> = HashSet::default();
     for part in [OBSERVATIONS, CAPTURE, STATED] {
         for gap in items(row, &[part, "gaps"]) {
             let code = string(gap, "code");
