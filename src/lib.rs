@@ -23,14 +23,19 @@ fn scan_line(line: &[u8]) -> u32 {
 }
 
 /// What the core hands back of a line it proves clean: its evidence bits, the JSON text of its
-/// identity keys, the JSON text of the parts the run's remaining rules read, and its health
-/// judgement when asked for.
+/// identity keys, the JSON text of the parts the run's remaining rules read, its health
+/// judgement when asked for, and the calls TL209 reports (`families::ownership::unowned`) when
+/// the ownership family is asked.
 type Proof = (
     u32,
     Vec<(&'static str, String)>,
     Vec<(&'static str, &'static str, String)>,
     Option<(u32, DigestTuple)>,
+    Vec<UnownedTuple>,
 );
+
+/// (stated position, capture position, model_call_id, response_id) of an unowned call.
+type UnownedTuple = (Option<usize>, Option<usize>, Option<String>, Option<String>);
 
 /// A line proved clean of every family in `wanted`, with the parts of `row::EXTRACTS` that
 /// `extracts` asks for and, with `judge`, its health judgement (a line is then proved only when
@@ -49,13 +54,19 @@ fn check_row(
     py.allow_threads(|| {
         row::with_row(line, |row| {
             // The health family's proof is its judgement: made once, whether asked for or
-            // proved. The others are asked one by one, and the first unproved ends the line.
-            let others = wanted & !families::HEALTH;
+            // proved. The ownership family's is the list of calls TL209 reports. The others are
+            // asked one by one, and the first unproved ends the line.
+            let others = wanted & !(families::HEALTH | families::OWNERSHIP);
             for (bit, proves) in families::ALL {
                 if others & bit != 0 && !proves(row) {
                     return None;
                 }
             }
+            let unowned = if wanted & families::OWNERSHIP != 0 {
+                families::ownership::unowned(row.doc)?
+            } else {
+                Vec::new()
+            };
             let judgement = if judge || wanted & families::HEALTH != 0 {
                 Some(families::health::judge(row.doc)?)
             } else {
@@ -66,6 +77,17 @@ fn check_row(
                 row::identity(row.doc),
                 row::extracted(row.doc, extracts),
                 judgement.filter(|_| judge).map(judgement_tuple),
+                unowned
+                    .into_iter()
+                    .map(|call| {
+                        (
+                            call.stated,
+                            call.capture,
+                            call.model_call_id.map(str::to_owned),
+                            call.response_id.map(str::to_owned),
+                        )
+                    })
+                    .collect(),
             ))
         })
         .flatten()
@@ -131,7 +153,7 @@ fn judgement_tuple(judgement: families::health::Judgement) -> (u32, DigestTuple)
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // What the Python side expects of this module; raised whenever a function changes.
-    m.add("API", 3)?;
+    m.add("API", 4)?;
     m.add("INVALID", strict::INVALID)?;
     m.add("REPEATED", strict::REPEATED)?;
     m.add("OVERSIZED", strict::OVERSIZED)?;

@@ -154,7 +154,7 @@ def test_a_wrong_proof_stops_a_checked_run(core, monkeypatch, tmp_path):
 
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(b'{"_ng_task_index": 0, "_ng_rollout_index": 0, "ng_model_call_capture": {"calls": 3}}\n')
-    proof = (1, [("_ng_task_index", "0"), ("_ng_rollout_index", "0")], [], None)
+    proof = (1, [("_ng_task_index", "0"), ("_ng_rollout_index", "0")], [], None, [])
     monkeypatch.setattr(fast, "prover", lambda: (lambda raw, wanted, extracts, judges: proof, ALL_FAMILIES))
     monkeypatch.setattr(native, "mode", lambda: "check")
     with pytest.raises(api.SettingsError, match="the core proves the row clean, Python finds TL102"):

@@ -59,7 +59,18 @@ def _reference_proof(raw: bytes, extracts: int):
         if extracts & asked and isinstance(row.get(section), dict) and key in row[section]:
             parts.append((section, key, orjson.dumps(row[section][key]).decode()))
     fields = tuple(getattr(digest, f.name) for f in dataclasses.fields(Digest))
-    return bits, pairs, parts, (unobserved, fields)
+    unowned = [_unowned(subject, f.pointer) for f in found if f.code == "TL209"]
+    return bits, pairs, parts, (unobserved, fields), unowned
+
+
+def _unowned(subject, pointer: str) -> tuple:
+    """The core's account of the unowned call TL209 points at, from the Python build's ledger."""
+    entry = next(e for e in subject.build.ledger.calls if e.locations[0] == pointer)
+
+    def position(prefix: str) -> int | None:
+        return next((int(loc[len(prefix):]) for loc in entry.locations if loc.startswith(prefix)), None)
+
+    return position("/ng_trajectory/model_calls/"), position("/ng_model_call_capture/calls/"), entry.model_call_id, entry.response_id
 
 
 @pytest.fixture
@@ -120,7 +131,7 @@ def _checked_with(monkeypatch, change_judgement):
         proof = check_row(raw, wanted, extracts, judges)
         if proof is None:
             return None
-        return (*proof[:3], change_judgement(*proof[3]))
+        return (*proof[:3], change_judgement(*proof[3]), proof[4])
 
     monkeypatch.setattr(fast, "prover", lambda: (wrong, sum(fast.FAMILIES)))
 

@@ -54,6 +54,21 @@ def _proved(core, raw: bytes) -> bool:
     return core.clean_families(raw, BIT) == BIT
 
 
+def _findings_with(monkeypatch, mode: str, lines: list[bytes]) -> list[dict]:
+    monkeypatch.setenv("TRAJLINT_CORE", mode)
+    report = api.check_rows(lines, select=CODES, isolated=True, max_row_bytes=256 * 1024 * 1024)
+    return [finding.to_dict() for finding in report.findings]
+
+
+def _reports_as_python(core, monkeypatch, lines: list[bytes]) -> int:
+    """The rows the core proves with unowned calls (TL209, which it reports itself): with the
+    core on, their findings are the Python path's, field for field. How many such rows."""
+    reported = [raw for raw in lines if (proof := core.check_row(raw, BIT)) is not None and proof[4]]
+    if reported:
+        assert _findings_with(monkeypatch, "on", reported) == _findings_with(monkeypatch, "off", reported)
+    return len(reported)
+
+
 def test_the_family_is_proved(core):
     assert core.PROVED & BIT
 
@@ -97,7 +112,29 @@ def test_test_data(core, python_only):
             if _proved(core, raw):
                 proved += 1
                 assert not found.get(kept), f"{path.relative_to(ROOT)}: row {kept}: Python finds {sorted(found[kept])}"
+            elif core.check_row(raw, BIT) is not None:
+                # Proved but for the calls it reports unowned: TL209 is all Python finds.
+                assert found.get(kept) == {"TL209"}, f"{path.relative_to(ROOT)}: row {kept}: Python finds {sorted(found.get(kept, ()))}"
     assert proved
+
+
+def test_unowned_calls_are_reported_as_python_reports_them(core, monkeypatch, generated_seeds):
+    """TL209's findings from the core's list: the same pointers, messages, related places and
+    fingerprints as the Python rule's, on every row of the test data that has them."""
+    lines = [line for path in _data_files() for line in path.read_bytes().split(b"\n") if line.strip()]
+    assert _reports_as_python(core, monkeypatch, lines + generated_seeds)
+
+
+def test_unowned_call_without_ids_is_named_by_its_place(core, monkeypatch):
+    row = {
+        "_ng_task_index": 0, "_ng_rollout_index": 0,
+        "ng_model_call_capture": {"calls": [{"model_call_id": "a1"}, {"model_call_id": ""}, {"model_call_id": "j\u00e9'\"", "response_id": "r"}]},
+        "ng_agent_observations": {"source": "t", "records": [
+            {"kind": "agent_invocation", "invocation_id": "root", "status": "completed", "model_calls": [{"model_call_id": "a1"}]}], "gaps": []},
+    }
+    raw = json.dumps(row).encode()
+    assert core.check_row(raw, BIT)[4] == [(None, 1, None, None), (None, 2, "j\u00e9'\"", "r")]
+    assert _reports_as_python(core, monkeypatch, [raw]) == 1
 
 
 # -- mutated rows --------------------------------------------------------------------------------
@@ -227,3 +264,5 @@ def test_mutated_rows(core, python_only, generated_seeds, data):
     raw = json.dumps(_mutate(data, row)).encode()
     if _proved(core, raw):
         assert not _ownership_findings([raw]).get(1), raw.decode()[:2000]
+    elif core.check_row(raw, BIT) is not None:
+        assert _ownership_findings([raw]).get(1) == {"TL209"}, raw.decode()[:2000]

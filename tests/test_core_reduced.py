@@ -74,8 +74,8 @@ def test_the_core_hands_back_each_gap_list_as_written(core):
     row = {"_ng_task_index": 1, "ng_agent_observations": {"gaps": [_gap("a", "x", "é\u2028\"")]}, "ng_model_call_capture": {"gaps": "not a list"},
            "ng_trajectory": [], "other": {"gaps": [1]}}
     raw = json.dumps(row, ensure_ascii=False).encode()
-    bits, pairs, parts, judged = core.check_row(raw, 0, core.GAPS)
-    assert judged is None
+    bits, pairs, parts, judged, unowned = core.check_row(raw, 0, core.GAPS)
+    assert judged is None and unowned == []
     assert pairs == [("_ng_task_index", "1")]
     assert [(section, key, json.loads(text)) for section, key, text in parts] == [
         ("ng_agent_observations", "gaps", row["ng_agent_observations"]["gaps"]),
@@ -101,8 +101,8 @@ def test_a_wrong_gap_list_stops_a_checked_run(core, gaps_file, monkeypatch):
         proof = real[0](raw, wanted, extracts, judges)
         if proof is None:
             return None
-        bits, pairs, parts, judged = proof
-        return bits, pairs, [(section, key, "[]") for section, key, _ in parts], judged
+        bits, pairs, parts, judged, unowned = proof
+        return bits, pairs, [(section, key, "[]") for section, key, _ in parts], judged, unowned
 
     monkeypatch.setattr(fast, "prover", lambda: (lying, real[1]))
     monkeypatch.setattr(native, "mode", lambda: "check")

@@ -15,22 +15,53 @@ use crate::doc::Object;
 use crate::row::{evidence, MODEL_CALLS};
 
 pub fn clean(row: Object<'_>) -> bool {
+    unowned(row).is_some_and(|calls| calls.is_empty())
+}
+
+/// A call of the ledger that TL209 (`unowned-model-call`) reports: what its finding names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unowned<'a> {
+    /// Its positions in the stated `model_calls` and in the capture's `calls` (the finding's
+    /// pointer is the first of the two it has, the other its related place).
+    pub stated: Option<usize>,
+    pub capture: Option<usize>,
+    /// Its ids as the finding's message names them (an empty id is none).
+    pub model_call_id: Option<&'a str>,
+    pub response_id: Option<&'a str>,
+}
+
+/// The calls TL209 reports, when the row is otherwise clean of TL201-TL209; None when the core
+/// proves less. TL209 is information a real run meets on many clean rows (a judge's call no
+/// verifier claims), so the core hands its findings back instead of leaving such rows to the
+/// Python path.
+pub fn unowned<'a>(row: Object<'a>) -> Option<Vec<Unowned<'a>>> {
     if evidence(row) & MODEL_CALLS == 0 {
         // Every rule but TL202 reads model calls, and TL202 judges calls: no call, no finding.
-        return true;
+        return Some(Vec::new());
     }
-    let Some(ledger) = ledger::build(row) else {
-        return false;
-    };
-    let Some(contested) = references_clean(&ledger) else {
-        return false;
-    };
-    let invocations = ledger::holds_invocations(row);
-    ledger
-        .calls
-        .iter()
-        .enumerate()
-        .all(|(i, entry)| claims_agree(entry) && (!invocations || contested[i] || owned(entry)))
+    let ledger = ledger::build(row)?;
+    let contested = references_clean(&ledger)?;
+    if !ledger.calls.iter().all(claims_agree) {
+        return None;
+    }
+    if !ledger::holds_invocations(row) {
+        return Some(Vec::new()); // no agent evidence: ownership was not observed
+    }
+    let named = |id: Option<&'a str>| id.filter(|id| !id.is_empty());
+    Some(
+        ledger
+            .calls
+            .iter()
+            .enumerate()
+            .filter(|&(i, entry)| !contested[i] && !owned(entry))
+            .map(|(_, entry)| Unowned {
+                stated: entry.stated,
+                capture: entry.capture,
+                model_call_id: named(entry.model_call_id),
+                response_id: named(entry.response_id),
+            })
+            .collect(),
+    )
 }
 
 /// TL207 and TL208: no reference matches no call, and an ambiguous one names calls of one id

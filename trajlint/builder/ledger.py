@@ -130,11 +130,16 @@ class Ledger:
 
 def call_label(entry: CallEntry) -> str:
     """How a message names a call: its capture id, else its response id, else its place."""
-    if entry.model_call_id:
-        return f"model call {entry.model_call_id!r}"
-    if entry.response_id:
-        return f"model call with response id {entry.response_id!r}"
-    return f"the model call at {entry.locations[0]}"
+    return label(entry.model_call_id, entry.response_id, entry.locations[0])
+
+
+def label(model_call_id: str | None, response_id: str | None, location: str) -> str:
+    """`call_label` of a call with these ids, standing first at `location`."""
+    if model_call_id:
+        return f"model call {model_call_id!r}"
+    if response_id:
+        return f"model call with response id {response_id!r}"
+    return f"the model call at {location}"
 
 
 def ref_key(ref: Any) -> tuple[str | None, tuple[str, str] | None, str | None] | None:

@@ -41,10 +41,13 @@ FAMILIES: dict[int, frozenset[str]] = {
 STRICT = frozenset({"TL002", "TL003", "TL004", "TL005", "TL006"})
 #: Rules of the whole run: they read a proved row's identity, which the fast path keeps.
 RUN_LEVEL = frozenset({"TL401", "TL411"})
-#: Rules that read only parts of a row the core hands back (`EXTRACTS`): they run on a proved
-#: row's reduced row. observation-gap lists every gap a row carries, clean or not, so no proof
-#: can spare it.
-REDUCED = frozenset({"TL503"})
+#: Rules that run on a proved row's reduced row, from what the core hands back of it:
+#: observation-gap (TL503) reads parts of the row (`EXTRACTS`), for it lists every gap a row
+#: carries, clean or not, so no proof can spare it; unowned-model-call (TL209) reads the calls the
+#: core found no one owns (`Subject.unowned`), information that many clean rows of a real run hold
+#: (a judge's call no verifier claims), so the core reports it rather than leave such rows to the
+#: Python path.
+REDUCED = frozenset({"TL503", "TL209"})
 #: src/row.rs EXTRACTS: (section, key) of each part, and the bits of `check_row` asking for them.
 EXTRACTS = (
     ("ng_agent_observations", "gaps"),
@@ -96,9 +99,11 @@ def wanted_families(codes: Iterable[str], proved: int) -> int | None:
     proves (`proved`, its written families)."""
     wanted = 0
     for code in codes:
-        if code in STRICT or code in RUN_LEVEL or code in REDUCED or code in JUDGED:
+        if code in STRICT or code in RUN_LEVEL or code in JUDGED:
             continue
         bit = next((bit for bit, members in FAMILIES.items() if code in members), None)
+        if bit is None and code in REDUCED:
+            continue  # read from the parts the core hands back, whatever families it proves
         if bit is None or not bit & proved:
             return None
         wanted |= bit
@@ -169,13 +174,13 @@ def _same_validation(module: Any) -> bool:
     return installed == getattr(module, "JSONSCHEMA", None) and packaged == dict(getattr(module, "SCHEMA_DOCUMENTS", ()))
 
 
-def compare(subject: Any, proof: tuple[int, list[tuple[str, str]], list[tuple[str, str, str]]]) -> None:
+def compare(subject: Any, proof: tuple[Any, ...]) -> None:
     """Raise `native.CoreMismatch` unless a line the core proved has, the Python way, the
     evidence, the identity and the extracted parts the proof gives it (its findings are compared
     once its rules ran, `mismatched_findings`)."""
     from trajlint.builder.identity import rollout_identity
 
-    bits, pairs, parts, _ = proof
+    bits, pairs, parts, _, _ = proof
     row = subject.value
     said = evidence(bits)
     if not isinstance(row, dict) or said != subject.evidence:

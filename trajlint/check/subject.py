@@ -46,6 +46,10 @@ class Subject:
     reduced: Subject | None = None
     #: A proved row's health judgement (`fast.Judgement`), when the run's health report asked.
     judgement: Any = None
+    #: The model calls no one owns on a proved row, as the core hands them back: (position in the
+    #: stated `model_calls`, position in the capture's `calls`, model_call_id, response_id) of
+    #: each, for `unowned-model-call` to report. None on any other subject.
+    unowned: Any = None
 
     @property
     def row(self) -> dict[str, Any]:
@@ -96,11 +100,11 @@ def row_subject(
     if prove is not None:
         proof = prove(raw)
         if proof is not None:
-            bits, pairs, parts, judged = proof
+            bits, pairs, parts, judged, unowned = proof
             value = fast.reduced_row(pairs, parts)
             reduced = Subject(
                 path, number, fast.evidence(bits), raw=raw, value=value, rollout=rollout_identity(value), proved=True,
-                judgement=fast.judgement(judged),
+                judgement=fast.judgement(judged), unowned=unowned,
             )
             if checking:
                 subject = row_subject(path, number, raw, core, checking)

@@ -23,6 +23,7 @@ from trajlint.builder.ledger import (
     VERIFIER,
     Unresolved,
     call_label,
+    label,
     ref_key,
 )
 from trajlint.check.claims import claim_phrase, first_claims, owner_text, ref_label
@@ -234,6 +235,12 @@ _OWNING_KINDS = frozenset({*AGENT_KINDS, COMPACTION, VERIFIER, TURN})  # claims 
 @row_rule("unowned-model-call", reads=["row", "model-calls"])
 def unowned_model_call(subject: Subject) -> Iterator[Violation]:
     """A call that no agent invocation, compaction or verifier claims."""
+    if subject.unowned is not None:
+        # A row the core proved clean of the rest of the family: it found these calls unowned.
+        for stated, capture, call_id, response_id in subject.unowned:
+            locations = [pointer for pointer in (_place(STATED_CALLS, stated), _place(CAPTURE_CALLS, capture)) if pointer]
+            yield _unowned(subject, label(call_id, response_id, locations[0]), locations)
+        return
     if not walk.invocations(subject):
         return  # no agent evidence at all: ownership was not observed, nothing is "unowned"
     ledger = subject.build.ledger
@@ -249,13 +256,25 @@ def unowned_model_call(subject: Subject) -> Iterator[Violation]:
     for entry in ledger.calls:
         if entry.index in contested or any(c.kind in _OWNING_KINDS for c in entry.claims):
             continue
-        yield Violation(
-            entry.locations[0],
-            f"{call_label(entry)} is claimed by no agent invocation, compaction or verifier; it "
-            "stays raw evidence and never becomes a turn (expected for judge or auxiliary calls "
-            "that their owner did not record)",
-            places(subject, entry.locations, leave_out=entry.locations[0]),
-        )
+        yield _unowned(subject, call_label(entry), entry.locations)
+
+
+STATED_CALLS = "/ng_trajectory/model_calls/"
+CAPTURE_CALLS = "/ng_model_call_capture/calls/"
+
+
+def _place(prefix: str, position: int | None) -> str | None:
+    return None if position is None else f"{prefix}{position}"
+
+
+def _unowned(subject: Subject, label: str, locations: list[str]) -> Violation:
+    return Violation(
+        locations[0],
+        f"{label} is claimed by no agent invocation, compaction or verifier; it stays raw "
+        "evidence and never becomes a turn (expected for judge or auxiliary calls that their "
+        "owner did not record)",
+        places(subject, locations, leave_out=locations[0]),
+    )
 
 
 def _excluded_call_ids(subject: Subject) -> set[str]:
