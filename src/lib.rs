@@ -63,12 +63,12 @@ fn check_row(
                 }
             }
             let unowned = if wanted & families::OWNERSHIP != 0 {
-                families::ownership::unowned(row.doc)?
+                families::ownership::unowned(row)?
             } else {
                 Vec::new()
             };
             let judgement = if judge || wanted & families::HEALTH != 0 {
-                Some(families::health::judge(row.doc)?)
+                Some(families::health::judge(row)?)
             } else {
                 None
             };
@@ -123,7 +123,7 @@ type DigestTuple = (
 fn health_judgement(py: Python<'_>, line: &[u8]) -> Option<(u32, DigestTuple)> {
     py.allow_threads(|| {
         row::with_row(line, |row| {
-            families::health::judge(row.doc).map(judgement_tuple)
+            families::health::judge(row).map(judgement_tuple)
         })
         .flatten()
     })

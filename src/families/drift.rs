@@ -22,11 +22,13 @@ use crate::build::ledger::{self, list, object, objects, string, Kind, Ledger, Pl
 use crate::build::ledger::{CAPTURE, OBSERVATIONS, STATED};
 use crate::build::turns::{self, Turn};
 use crate::doc::{Json, Object, Value};
+use crate::families::Row;
 use crate::row::{
     evidence, CAPTURE as HAS_CAPTURE, MODEL_CALLS, OBSERVATIONS as HAS_OBSERVATIONS, TRAJECTORY,
 };
 
-pub fn clean(row: Object<'_>) -> bool {
+pub fn clean(shared: &Row<'_>) -> bool {
+    let row = shared.doc;
     let held = evidence(row);
     let drift_runs = held & (TRAJECTORY | MODEL_CALLS) == TRAJECTORY | MODEL_CALLS;
     let gaps_run = held & (TRAJECTORY | HAS_OBSERVATIONS | HAS_CAPTURE)
@@ -40,11 +42,11 @@ pub fn clean(row: Object<'_>) -> bool {
     if !invocations_valid(row, stated) {
         return false;
     }
-    let Some(ledger) = ledger::build(row) else {
+    let Some(ledger) = shared.ledger() else {
         return false;
     };
-    (!drift_runs || turns_agree(row, stated, &ledger))
-        && (!gaps_run || gaps_reported(row, stated, &ledger))
+    (!drift_runs || turns_agree(row, stated, ledger))
+        && (!gaps_run || gaps_reported(row, stated, ledger))
 }
 
 /// Every agent invocation, stated or observed, is one the build keeps as valid.

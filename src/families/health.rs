@@ -26,6 +26,7 @@ use crate::build::turns::{self, truthy};
 use crate::doc::schema::DocJson;
 use crate::doc::{self, Children, Json, Object, Value};
 use crate::families::schema::DOCUMENTS;
+use crate::families::Row;
 
 /// Bits of `Judgement::unobserved`, in the order of `trajlint.health.checks.ROW_CHECKS`.
 pub const MISSING_TURNS: u32 = 1;
@@ -63,7 +64,7 @@ pub struct Judgement {
     pub digest: Digest,
 }
 
-pub fn clean(row: Object<'_>) -> bool {
+pub fn clean(row: &Row<'_>) -> bool {
     judge(row).is_some()
 }
 
@@ -848,7 +849,8 @@ fn chain_ended_on_failure(calls: &[Call<'_>], chain: &[usize]) -> bool {
 }
 
 /// The row's judgement: Some only when Python finds no finding of TL601-TL609 on it.
-pub fn judge(row: Object<'_>) -> Option<Judgement> {
+pub fn judge(shared: &Row<'_>) -> Option<Judgement> {
+    let row = shared.doc;
     let schemas = schemas()?;
     // `Evidence.stated`: the row carries an `ng_trajectory` object, whose turns the build takes.
     let stated = match row.get(STATED) {
@@ -866,8 +868,8 @@ pub fn judge(row: Object<'_>) -> Option<Judgement> {
         },
         None => None,
     };
-    let ledger = ledger::build(row)?;
-    let calls = build_calls(row, &ledger)?;
+    let ledger = shared.ledger()?;
+    let calls = build_calls(row, ledger)?;
     let observed = match row.get(OBSERVATIONS).filter(|b| b.is_object()) {
         Some(bundle) => observed(row, bundle, stated, &ledger, schemas)?,
         None => Observed {
@@ -1333,6 +1335,7 @@ mod tests {
             });
             parsed(&row.to_string()).as_object().expect("an object")
         };
+        let judge = |row: Object<'static>| judge(&Row::new("", row));
         let judged = judge(row(
             json!({"output": [{"type": "function_call", "name": "f"}]}),
         ))

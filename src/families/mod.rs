@@ -2,6 +2,9 @@
 //! true only when the Python path would find nothing of any of its rules on the row: when in
 //! doubt, false. `trajlint.check.fast.FAMILIES` names the rules of each bit.
 
+use std::cell::OnceCell;
+
+use crate::build::ledger::{self, Ledger};
 use crate::doc::Object;
 
 pub mod counts;
@@ -28,15 +31,27 @@ pub const HEALTH: u32 = 32;
 /// The families whose proof is written: `trajlint.check.fast` asks the core only about these.
 pub const PROVED: u32 = SCHEMA | COUNTS | STRUCTURE | OWNERSHIP | DRIFT | HEALTH;
 
-/// A row as the families read it: its line, and the line's document (a JSON object).
+/// A row as the families read it: its line, the line's document (a JSON object), and what
+/// several families derive from it, derived once.
 pub struct Row<'d> {
     pub text: &'d str,
     pub doc: Object<'d>,
+    ledger: OnceCell<Option<Ledger<'d>>>,
 }
 
 impl<'d> Row<'d> {
     pub fn new(text: &'d str, doc: Object<'d>) -> Self {
-        Row { text, doc }
+        Row {
+            text,
+            doc,
+            ledger: OnceCell::new(),
+        }
+    }
+
+    /// The row's ownership ledger (`ledger::build`), which the ownership, drift and health
+    /// families all read: built on first use.
+    pub fn ledger(&self) -> Option<&Ledger<'d>> {
+        self.ledger.get_or_init(|| ledger::build(self.doc)).as_ref()
     }
 }
 
@@ -46,9 +61,9 @@ pub const ALL: [(u32, Proof); 6] = [
     (SCHEMA, |row| schema::clean(row.doc)),
     (COUNTS, |row| counts::clean(row.doc)),
     (STRUCTURE, |row| structure::clean(row.doc)),
-    (OWNERSHIP, |row| ownership::clean(row.doc)),
-    (DRIFT, |row| drift::clean(row.doc)),
-    (HEALTH, |row| health::clean(row.doc)),
+    (OWNERSHIP, ownership::clean),
+    (DRIFT, drift::clean),
+    (HEALTH, health::clean),
 ];
 
 /// Whether `clean` proves the row written as `json` (a test's row; it must be a strict JSON
@@ -60,3 +75,4 @@ pub(crate) fn proves(clean: fn(Object<'_>) -> bool, json: &str) -> bool {
     let row = doc.root().as_object();
     clean(row.unwrap_or_else(|| panic!("not an object: {json}")))
 }
+

@@ -11,10 +11,10 @@
 use crate::hash::HashSet;
 
 use crate::build::ledger::{self, Entry, Kind, Ledger, Reason};
-use crate::doc::Object;
+use crate::families::Row;
 use crate::row::{evidence, MODEL_CALLS};
 
-pub fn clean(row: Object<'_>) -> bool {
+pub fn clean(row: &Row<'_>) -> bool {
     unowned(row).is_some_and(|calls| calls.is_empty())
 }
 
@@ -34,17 +34,17 @@ pub struct Unowned<'a> {
 /// proves less. TL209 is information a real run meets on many clean rows (a judge's call no
 /// verifier claims), so the core hands its findings back instead of leaving such rows to the
 /// Python path.
-pub fn unowned<'a>(row: Object<'a>) -> Option<Vec<Unowned<'a>>> {
-    if evidence(row) & MODEL_CALLS == 0 {
+pub fn unowned<'a>(row: &Row<'a>) -> Option<Vec<Unowned<'a>>> {
+    if evidence(row.doc) & MODEL_CALLS == 0 {
         // Every rule but TL202 reads model calls, and TL202 judges calls: no call, no finding.
         return Some(Vec::new());
     }
-    let ledger = ledger::build(row)?;
-    let contested = references_clean(&ledger)?;
+    let ledger = row.ledger()?;
+    let contested = references_clean(ledger)?;
     if !ledger.calls.iter().all(claims_agree) {
         return None;
     }
-    if !ledger::holds_invocations(row) {
+    if !ledger::holds_invocations(row.doc) {
         return Some(Vec::new()); // no agent evidence: ownership was not observed
     }
     let named = |id: Option<&'a str>| id.filter(|id| !id.is_empty());
