@@ -11,6 +11,9 @@ pub mod row;
 pub mod strict;
 pub mod value;
 
+#[cfg(test)]
+mod corpus;
+
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -277,24 +277,9 @@ mod tests {
     #[test]
     fn verdicts_are_serde_jsons_on_the_corpora() {
         let validators = validators();
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let mut compared = 0;
-        for dir in ["examples", "tests/data/real", "tests/data"] {
-            let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let path = entry.path();
-                if path.extension().is_none_or(|e| e != "jsonl") {
-                    continue;
-                }
-                let bytes = std::fs::read(&path).expect("a corpus file");
-                for line in bytes.split(|&b| b == b'\n') {
-                    if let Ok(text) = std::str::from_utf8(line) {
-                        compared += agree(&validators, text);
-                    }
-                }
-            }
+        for text in crate::corpus::lines() {
+            compared += agree(&validators, &text);
         }
         assert!(compared > 10_000, "{compared} verdicts compared");
     }

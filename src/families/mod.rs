@@ -2,7 +2,7 @@
 //! true only when the Python path would find nothing of any of its rules on the row: when in
 //! doubt, false. `trajlint.check.fast.FAMILIES` names the rules of each bit.
 
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
 
 use crate::build::ledger::{self, Ledger};
 use crate::doc::Object;
@@ -37,6 +37,7 @@ pub struct Row<'d> {
     pub text: &'d str,
     pub doc: Object<'d>,
     ledger: OnceCell<Option<Ledger<'d>>>,
+    sections_valid: Cell<bool>,
 }
 
 impl<'d> Row<'d> {
@@ -45,7 +46,19 @@ impl<'d> Row<'d> {
             text,
             doc,
             ledger: OnceCell::new(),
+            sections_valid: Cell::new(false),
         }
+    }
+
+    /// Whether the schema family proved the row's trajectory, observations and capture gaps
+    /// valid on their own documents (`schema::clean_row`): the health family then need not
+    /// validate them again. False when not known.
+    pub fn sections_valid(&self) -> bool {
+        self.sections_valid.get()
+    }
+
+    pub(crate) fn sections_proved_valid(&self) {
+        self.sections_valid.set(true);
     }
 
     /// The row's ownership ledger (`ledger::build`), which the ownership, drift and health
@@ -58,7 +71,7 @@ impl<'d> Row<'d> {
 pub type Proof = fn(&Row<'_>) -> bool;
 
 pub const ALL: [(u32, Proof); 6] = [
-    (SCHEMA, |row| schema::clean(row.doc)),
+    (SCHEMA, schema::clean_row),
     (COUNTS, |row| counts::clean(row.doc)),
     (STRUCTURE, |row| structure::clean(row.doc)),
     (OWNERSHIP, ownership::clean),
@@ -75,4 +88,3 @@ pub(crate) fn proves(clean: fn(Object<'_>) -> bool, json: &str) -> bool {
     let row = doc.root().as_object();
     clean(row.unwrap_or_else(|| panic!("not an object: {json}")))
 }
-

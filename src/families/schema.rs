@@ -31,6 +31,7 @@ use serde_json::{json, Map, Value};
 
 use crate::doc::schema::DocJson;
 use crate::doc::{Json, Object};
+use crate::families::Row;
 
 /// The version of the `jsonschema` crate (Cargo.toml pins it): that of the jsonschema-rs Python
 /// package the Python rules validate with. The fast path proves this family only when they agree.
@@ -78,6 +79,9 @@ const INDICES: [&str; 2] = ["_ng_task_index", "_ng_rollout_index"];
 /// A validator for each property of the row schema.
 struct RowSchema {
     properties: HashMap<String, Validator<DocJson>>,
+    /// A row valid here has its trajectory, observations and capture gaps valid on their own
+    /// documents (`sections_follow`).
+    sections_follow: bool,
 }
 
 /// The row schema's validators, built once; None when the documents hold something this proof
@@ -90,11 +94,15 @@ fn row_schema() -> Option<&'static RowSchema> {
 fn build() -> Option<RowSchema> {
     let mut documents = Vec::new();
     let mut row = None;
+    let mut capture = None;
     for (name, text) in DOCUMENTS {
         let document: Value = serde_json::from_str(text).ok()?;
         let uri = document.get("$id")?.as_str()?.to_owned();
         if name == ROW {
             row = Some((uri.clone(), document.clone()));
+        }
+        if name == CAPTURE_DOCUMENT {
+            capture = Some(document.clone());
         }
         documents.push((uri, document));
     }
@@ -117,7 +125,65 @@ fn build() -> Option<RowSchema> {
     }
     Some(RowSchema {
         properties: validators,
+        sections_follow: capture.is_some_and(|capture| sections_follow(properties, &capture)),
     })
+}
+
+const CAPTURE_DOCUMENT: &str = "model-call-capture.schema.json";
+
+/// Whether the row schema says of the trajectory, the observations and the capture exactly what
+/// their own documents say (a reference to the document, with annotations beside it; the
+/// observations may also be null), and the capture document of its gaps that each is an
+/// `ObservationGap`: then a row whose properties all validate here has each of these valid on
+/// the documents the health family validates them with (`Row::sections_valid`).
+fn sections_follow(properties: &Map<String, Value>, capture: &Value) -> bool {
+    const ANNOTATIONS: [&str; 3] = ["description", "title", "default"];
+    let refers = |schema: &Value, target: &str| {
+        schema.as_object().is_some_and(|schema| {
+            schema.get("$ref") == Some(&json!(target))
+                && schema
+                    .keys()
+                    .all(|key| key == "$ref" || ANNOTATIONS.contains(&key.as_str()))
+        })
+    };
+    let nullable = |schema: &Value, target: &str| {
+        schema.as_object().is_some_and(|schema| {
+            schema
+                .get("anyOf")
+                .and_then(Value::as_array)
+                .is_some_and(|options| {
+                    options.len() == 2
+                        && refers(&options[0], target)
+                        && options[1] == json!({"type": "null"})
+                })
+                && schema
+                    .keys()
+                    .all(|key| key == "anyOf" || ANNOTATIONS.contains(&key.as_str()))
+        })
+    };
+    let gaps = capture
+        .pointer("/properties/gaps/items")
+        .is_some_and(|items| refers(items, "common.schema.json#/$defs/ObservationGap"));
+    properties
+        .get("ng_trajectory")
+        .is_some_and(|s| refers(s, "trajectory.schema.json"))
+        && properties
+            .get("ng_agent_observations")
+            .is_some_and(|s| nullable(s, "agent-observations.schema.json"))
+        && properties
+            .get("ng_model_call_capture")
+            .is_some_and(|s| refers(s, CAPTURE_DOCUMENT))
+        && gaps
+}
+
+/// `clean`, and, when it proves the row and its schema lets it, the sections' validity kept for
+/// the health family, which would validate them again.
+pub fn clean_row(row: &Row<'_>) -> bool {
+    let proved = clean(row.doc);
+    if proved && row_schema().is_some_and(|schema| schema.sections_follow) {
+        row.sections_proved_valid();
+    }
+    proved
 }
 
 /// The row schema's properties, when what it says of the row as a whole is what `clean` checks
