@@ -284,7 +284,7 @@ def test_the_property_names_a_wrong_identity(core):
 
         @staticmethod
         def check_row(raw: bytes, wanted: int, extracts: int = 0, judges: bool = False) -> tuple:
-            return 0, [("_ng_task_index", "-0.0")], [], None
+            return 0, [("_ng_task_index", "-0.0")], [], None, []
 
     said = _disagreement(Liar, b'{"_ng_task_index": 0, "_ng_rollout_index": 0}')
     assert said is not None and "disagree" in said
@@ -307,7 +307,7 @@ def test_the_pipeline_fuzzer_takes_the_fast_path(core, monkeypatch):
     fuzz = _pipeline_fuzzer()
     seed = b'\0{"_ng_task_index": 0, "_ng_rollout_index": 0}\n'
     fuzz.check_input(seed)
-    monkeypatch.setattr(core, "check_row", lambda raw, wanted, extracts=0, judges=False: (0, [("_ng_task_index", "7")], [], None))
+    monkeypatch.setattr(core, "check_row", lambda raw, wanted, extracts=0, judges=False: (0, [("_ng_task_index", "7")], [], None, []))
     with pytest.raises(fuzz.Crash, match="disagree"):
         fuzz.check_input(seed)
 
