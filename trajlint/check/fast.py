@@ -132,6 +132,13 @@ def reduced_row(pairs: list[tuple[str, str]], parts: list[tuple[str, str, str]] 
     return row
 
 
+def gapless(parts: list[tuple[str, str, str]]) -> bool:
+    """Whether a proved row's extracted gap lists (`EXTRACTS`) are all empty or absent: the one
+    reduced rule, observation-gap, reads nothing else, so it finds nothing on the row and the
+    fast path does not run it (a run that checks the core still does, and compares)."""
+    return all(text == "[]" for _, key, text in parts if key == "gaps")  # an empty list comes back as `[]`
+
+
 def prover() -> Any:
     """The core's `check_row` and its proved families, or None when the Python path decides."""
     if native.mode() == "off":

@@ -46,6 +46,8 @@ class Subject:
     reduced: Subject | None = None
     #: A proved row's health judgement (`fast.Judgement`), when the run's health report asked.
     judgement: Any = None
+    #: A proved row that carries no gap (`fast.gapless`): the reduced rules have nothing to find.
+    gapless: bool = False
 
     @property
     def row(self) -> dict[str, Any]:
@@ -100,7 +102,7 @@ def row_subject(
             value = fast.reduced_row(pairs, parts)
             reduced = Subject(
                 path, number, fast.evidence(bits), raw=raw, value=value, rollout=rollout_identity(value), proved=True,
-                judgement=fast.judgement(judged),
+                judgement=fast.judgement(judged), gapless=fast.gapless(parts),
             )
             if checking:
                 subject = row_subject(path, number, raw, core, checking)
