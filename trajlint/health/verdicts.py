@@ -207,6 +207,12 @@ class RowJudge:
     fold = staticmethod(fold_judged)
     #: The code of each check's rule: a row's unobserved rules come as codes.
     rule_codes: dict[str, str] = field(init=False, repr=False, compare=False)
+    #: A proved row's (NeMo Gym findings, unobserved check ids, verdict, found checks) per (rules
+    #: it left unobserved, digest says the stated trajectory is unreadable): nothing else of the
+    #: row decides them, and a few combinations serve every proved row of a run.
+    _proved: dict[tuple[tuple[str, ...], bool], tuple[list[dict[str, Any]], list[str], str, tuple[str, ...]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         names = {name: code for code, name in self.codes.items()}
@@ -214,19 +220,29 @@ class RowJudge:
 
     def digest(self, subject: Subject, findings: list[Finding], unobserved: list[str], raised: dict[str, str]) -> Judged:
         row = subject.row
-        found, missing, digest = self._evaluate(subject, unobserved, raised)
-        result = verdict(bool(found), bool(missing))
-        stage = stage_index(row)
+        judgement = getattr(subject, "judgement", None)
+        if judgement is not None and not raised:
+            digest = judgement.digest
+            key = (tuple(unobserved), digest is not None and digest.stated_invalid)
+            known = self._proved.get(key)
+            if known is None:
+                found, missing, _ = self._evaluate(subject, unobserved, raised)
+                known = self._proved[key] = (found, missing, verdict(bool(found), bool(missing)), tuple(item["check"] for item in found))
+            found, missing, result, found_checks = known  # shared: read, never changed
+        else:
+            found, missing, digest = self._evaluate(subject, unobserved, raised)
+            result = verdict(bool(found), bool(missing))
+            found_checks = tuple(item["check"] for item in found)
         return Judged(
-            task=task_index(row),
-            index=rollout_index(row),
-            stage=stage,
-            rollout=subject.rollout,
-            verdict=result,
-            found_checks=tuple(item["check"] for item in found),
-            missing=tuple(missing),
-            digest=digest,
-            record=self._record(row, result, found, missing) if self.keep_records else None,
+            task_index(row),
+            rollout_index(row),
+            stage_index(row),
+            subject.rollout,
+            result,
+            found_checks,
+            tuple(missing),
+            digest,
+            self._record(row, result, found, missing) if self.keep_records else None,
         )
 
     def _evaluate(
