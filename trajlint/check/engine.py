@@ -106,6 +106,8 @@ class _ProvedPlan:
 
     key: tuple[str, frozenset[str]]  # the row's plan (`RowChecker._plan`)
     rules: tuple[RuleSpec, ...]  # the reduced rules, the only ones that run
+    #: Those of them that may find something on a row that carries no gap (`fast.gapless`).
+    gapless_rules: tuple[RuleSpec, ...]
     judged: tuple[str, ...]  # the health rules the core judged unobserved, in plan order
     #: The codes the digesters are told the row left unobserved: the plan's, then the judged ones.
     unobserved: tuple[str, ...]
@@ -374,9 +376,10 @@ class RowChecker:
         first = len(findings)
         unobserved: Sequence[str] = plan.unobserved
         raised: dict[str, str] = {}
-        if plan.rules and not subject.gapless:
+        rules = plan.gapless_rules if subject.gapless else plan.rules
+        if rules:
             unobserved_now: list[str] = []
-            for spec in plan.rules:
+            for spec in rules:
                 found = self._apply(spec, subject, unobserved_now, raised)
                 if found:
                     findings.extend(found)
@@ -419,6 +422,7 @@ class RowChecker:
         return _ProvedPlan(
             key,
             tuple(reduced),
+            tuple(spec for spec in reduced if not fast.reads_gaps_alone(spec)),
             judged,
             (*self._unobserved_codes(key, unobserved), *judged),
             digesting,
@@ -452,7 +456,8 @@ class RowChecker:
             again = [_finding(spec, reduced.path, reduced.line, reduced.rollout, reduced.raw, v) for v in spec.impl.check(reduced)]
         except Exception:  # noqa: BLE001 - it did not raise on the whole row
             again = None
-        if again != found or (reduced.gapless and found):  # the fast path does not run it on a gapless row
+        # The fast path does not run a rule that reads the gaps alone on a row without one.
+        if again != found or (found and reduced.gapless and fast.reads_gaps_alone(spec)):
             raise fast.mismatched_reduced(subject, spec.code)
 
     def _compare_digests(self, subject: Subject) -> None:
