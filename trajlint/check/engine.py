@@ -645,11 +645,20 @@ def _finding(
         path=path,
         line=line,
         pointer=violation.pointer,
-        related=tuple(sorted(violation.related, key=lambda loc: (loc.path, loc.line, loc.pointer))),
+        related=_in_order(violation.related),
         rollout=rollout,
         fingerprint=fingerprint(spec.code, violation.pointer, rollout, path, content),
         availability=violation.availability,
     )
+
+
+def _in_order(related: tuple[Location, ...]) -> tuple[Location, ...]:
+    """The places a finding cites, in file, line and pointer order (most findings cite one or none)."""
+    return tuple(sorted(related, key=_place)) if len(related) > 1 else tuple(related)
+
+
+def _place(location: Location) -> tuple[str, int, str]:
+    return location.path, location.line, location.pointer
 
 
 def _internal_finding(
