@@ -238,10 +238,10 @@ class RowJudge:
     fold = staticmethod(fold_judged)
     #: The code of each check's rule: a row's unobserved rules come as codes.
     rule_codes: dict[str, str] = field(init=False, repr=False, compare=False)
-    #: A proved row's (NeMo Gym findings, unobserved check ids, verdict, found checks) per (rules
-    #: it left unobserved, digest says the stated trajectory is unreadable): nothing else of the
-    #: row decides them, and a few combinations serve every proved row of a run.
-    _proved: dict[tuple[tuple[str, ...], bool], tuple[list[dict[str, Any]], list[str], str, tuple[str, ...]]] = field(
+    #: A proved row's (NeMo Gym findings, unobserved check ids, verdict, found checks, unobserved
+    #: checks) per (rules it left unobserved, digest says the stated trajectory is unreadable):
+    #: nothing else of the row decides them, and a few combinations serve every proved row of a run.
+    _proved: dict[tuple[tuple[str, ...], bool], tuple[list[dict[str, Any]], list[str], str, tuple[str, ...], tuple[str, ...]]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
 
@@ -258,12 +258,13 @@ class RowJudge:
             known = self._proved.get(key)
             if known is None:
                 found, missing, _ = self._evaluate(subject, unobserved, raised)
-                known = self._proved[key] = (found, missing, verdict(bool(found), bool(missing)), tuple(item["check"] for item in found))
-            found, missing, result, found_checks = known  # shared: read, never changed
+                result = verdict(bool(found), bool(missing))
+                known = self._proved[key] = (found, missing, result, tuple(item["check"] for item in found), tuple(missing))
+            found, missing, result, found_checks, missing_checks = known  # shared: read, never changed
         else:
             found, missing, digest = self._evaluate(subject, unobserved, raised)
             result = verdict(bool(found), bool(missing))
-            found_checks = tuple(item["check"] for item in found)
+            found_checks, missing_checks = tuple(item["check"] for item in found), tuple(missing)
         return Judged(
             task_index(row),
             rollout_index(row),
@@ -271,7 +272,7 @@ class RowJudge:
             subject.rollout,
             result,
             found_checks,
-            tuple(missing),
+            missing_checks,
             digest,
             self._record(row, result, found, missing) if self.keep_records else None,
         )
