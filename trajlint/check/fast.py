@@ -134,17 +134,9 @@ def reduced_row(pairs: list[tuple[str, str]], parts: list[tuple[str, str, str]] 
 
 def gapless(parts: list[tuple[str, str, str]]) -> bool:
     """Whether a proved row's extracted gap lists (`EXTRACTS`) are all empty or absent: a rule
-    that reads the gaps alone (`reads_gaps_alone`) finds nothing on the row, and the fast path
-    does not run it (a run that checks the core still does, and compares)."""
+    that reads the gaps alone (observation-gap) finds nothing on the row, and the fast path does
+    not run it (a run that checks the core still does, and compares)."""
     return all(text == "[]" for _, key, text in parts if key == "gaps")  # an empty list comes back as `[]`
-
-
-def reads_gaps_alone(spec: Any) -> bool:
-    """Whether a reduced rule is trajlint's observation-gap, which reads nothing but the row's
-    gap lists (a run may put another implementation in its place)."""
-    from trajlint.check.rules.drift import observation_gap
-
-    return spec.impl.check is observation_gap
 
 
 def prover() -> Any:
