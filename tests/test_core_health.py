@@ -10,7 +10,6 @@ codes, response status, error categories, finish reasons, turn references, gaps)
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
 import subprocess
 import sys
@@ -63,7 +62,7 @@ def _python(raw: bytes):
             unobserved |= 1 << i
         elif findings:
             found.add(check.rules[0])
-    return found, unobserved, dataclasses.astuple(view.digest())
+    return found, unobserved, tuple(view.digest())
 
 
 def _core_judgement(core, raw: bytes):

@@ -260,7 +260,10 @@ def _item(seq: Iterable[T], index: int | slice) -> Any:
 def key_bytes(key: tuple[Any, ...]) -> bytes:
     """Bytes that order grouping keys: equal exactly when the keys are equal as dict keys
     (`1`, `1.0` and `True` are one key, as in a dict), whatever their types."""
-    return b"".join(_part(value) for value in key)
+    return b"".join(map(_part, key))  # made for every row's identity keys: no generator
+
+
+_NONE = b"n" + (0).to_bytes(8, "big")
 
 
 def _part(value: Any) -> bytes:
@@ -271,9 +274,9 @@ def _part(value: Any) -> bytes:
     if kind is int:
         data = str(value).encode()
         return b"i" + len(data).to_bytes(8, "big") + data
-    if value is None:
-        tag, data = b"n", b""
-    elif isinstance(value, (int, float)):
+    if value is None:  # the usual stage: none
+        return _NONE
+    if isinstance(value, (int, float)):
         if isinstance(value, float) and not value.is_integer():
             if value != value:  # NaN: equal to nothing, not even another NaN
                 import uuid

@@ -98,6 +98,32 @@ def _fold(folder: Any, rows: list[tuple[int, Any]]) -> Any:
     return Unfolded(rows)
 
 
+@dataclass(frozen=True, slots=True, eq=False)  # a dict key by identity: one per combination
+class _ProvedPlan:
+    """What a row the core proved clean costs the run, the same for every such row of one kind,
+    evidence and health judgement: worked out once, so that a proved row allocates nothing it
+    need not (see `RowChecker._visit_proved`)."""
+
+    key: tuple[str, frozenset[str]]  # the row's plan (`RowChecker._plan`)
+    rules: tuple[RuleSpec, ...]  # the reduced rules, the only ones that run
+    #: Those of them that may find something on a row that carries no gap (`fast.gapless`).
+    gapless_rules: tuple[RuleSpec, ...]
+    judged: tuple[str, ...]  # the health rules the core judged unobserved, in plan order
+    #: The codes the digesters are told the row left unobserved: the plan's, then the judged ones.
+    unobserved: tuple[str, ...]
+    digesting: tuple[tuple[int, RuleSpec, Reduction], ...]  # (index, spec, reduction) that digest it
+    keeps: bool  # the run keeps something of its rows (it has reductions or digesters)
+    rollout: bool  # a row of a rollout file, which the digesters judge
+
+
+def _reads_gaps_alone(spec: RuleSpec) -> bool:
+    """Whether a reduced rule is trajlint's observation-gap, which reads nothing but a row's gap
+    lists (`fast.gapless`); a run may put another implementation under its code."""
+    from trajlint.check.rules.drift import observation_gap
+
+    return spec.impl.check is observation_gap
+
+
 #: Evidence of a line of input: the rules that read it look at every line (or row).
 LINE_EVIDENCE = frozenset({"line", "row"})
 
@@ -138,6 +164,10 @@ class RowChecker:
         self._plan_unobserved: dict[tuple[str, frozenset[str]], list[str]] = {}
         # Per plan: the reductions that digest its subjects (indices into `_reductions`).
         self._digesting: dict[tuple[str, frozenset[str]], tuple[int, ...]] = {}
+        # Per (kind, evidence, unobserved health rules) of a proved row: its plan, and how many
+        # rows of the unit took it (their coverage is counted at the end of the part).
+        self._proved_plans: dict[tuple[str, frozenset[str], frozenset[str] | None], _ProvedPlan] = {}
+        self._proved_uses: dict[_ProvedPlan, int] = {}
         self.unit = UnitResult("")
         self._start_rows()
 
@@ -218,6 +248,7 @@ class RowChecker:
         self.unit = UnitResult(path)
         self._uses = {}
         self._unobserved = {}
+        self._proved_uses = {}
         self._start_rows()
 
     def end_unit(self) -> UnitResult:
@@ -229,6 +260,11 @@ class RowChecker:
                 )
             )
         self._start_rows()
+        for proved, uses in self._proved_uses.items():
+            self._uses[proved.key] = self._uses.get(proved.key, 0) + uses
+            for code in proved.judged:
+                self._unobserved[code] = self._unobserved.get(code, 0) + uses
+        self._proved_uses = {}
         coverage = self.unit.coverage
         for key, uses in self._uses.items():
             applicable, unobserved, _ = self._plans[key]
@@ -243,6 +279,9 @@ class RowChecker:
         return self.unit
 
     def visit(self, subject: Subject) -> None:
+        if subject.proved and not self._checking_core:
+            self._visit_proved(subject)
+            return
         unit = self.unit
         evidence = subject.evidence
         if evidence is FILE:
@@ -252,7 +291,7 @@ class RowChecker:
             unit.row_count += "row" in evidence
         kind = subject.kind.kind
         key = (kind, evidence)
-        applicable, unobserved, reduced = self._plan(key)
+        applicable, unobserved, _ = self._plan(key)
         self._uses[key] = self._uses.get(key, 0) + 1
         findings = unit.findings
         first = len(findings)
@@ -260,24 +299,9 @@ class RowChecker:
         raised: dict[str, str] = {}
         checking_proof = subject.proved and self._checking_core
         reduced_found: list[Finding] = []  # under check, the findings of the reduced rules
-        if subject.proved and not self._checking_core:
-            applicable = reduced  # the core proved the line clean of every other one
-            if subject.judgement is not None:
-                # The health rules it proved: as unobserved as the core judged them.
-                unobserved_now = list(self._judged_unobserved(key, subject.judgement))
         for spec in applicable:
-            try:
-                violations = spec.impl.check(subject)  # type: ignore[misc]
-                if violations is UNOBSERVED:
-                    unobserved_now.append(spec.code)
-                    continue
-                found = [
-                    _finding(spec, subject.path, subject.line, subject.rollout, subject.raw, violation)
-                    for violation in violations
-                ]
-            except Exception as exc:  # noqa: BLE001 - a rule bug must not stop the run
-                self._internal_error(spec, subject, exc)
-                raised[spec.name] = type(exc).__name__
+            found = self._apply(spec, subject, unobserved_now, raised)
+            if found is None:
                 continue
             if checking_proof and spec.code in fast.REDUCED:
                 self._compare_reduced(spec, subject, found)
@@ -293,7 +317,7 @@ class RowChecker:
             self._unobserved[code] = self._unobserved.get(code, 0) + 1
         if "row" not in subject.evidence or not (self._reductions or self._digesters):
             return
-        if subject.proved and self._checking_core:
+        if checking_proof:
             self._compare_digests(subject)
         line = subject.line
         kept = False
@@ -328,6 +352,92 @@ class RowChecker:
             for rows, judgement in zip(self._observed, observed):
                 rows.append((line, judgement))
 
+    def _apply(self, spec: RuleSpec, subject: Subject, unobserved_now: list[str], raised: dict[str, str]) -> list[Finding] | None:
+        """The findings of one row rule on `subject`; None when the rule leaves it unobserved
+        (its code joins `unobserved_now`) or raises (an internal error, named in `raised`)."""
+        try:
+            violations = spec.impl.check(subject)  # type: ignore[misc]
+            if violations is UNOBSERVED:
+                unobserved_now.append(spec.code)
+                return None
+            return [_finding(spec, subject.path, subject.line, subject.rollout, subject.raw, violation) for violation in violations]
+        except Exception as exc:  # noqa: BLE001 - a rule bug must not stop the run
+            self._internal_error(spec, subject, exc)
+            raised[spec.name] = type(exc).__name__
+            return None
+
+    def _visit_proved(self, subject: Subject) -> None:
+        """A row the core proved clean of every rule but the reduced ones (and the run does not
+        check the core): those run, unless the row carries nothing they read; the rest is the
+        row's counts and digests. It is what `visit` does with such a row, without the work
+        that is the same for every row of its plan (`_ProvedPlan`)."""
+        unit = self.unit
+        unit.lines += 1
+        unit.row_count += 1
+        judgement = subject.judgement
+        memo_key = (subject.kind.kind, subject.evidence, None if judgement is None else judgement.unobserved)
+        plan = self._proved_plans.get(memo_key)
+        if plan is None:
+            plan = self._proved_plans[memo_key] = self._proved_plan(memo_key, judgement)
+        self._proved_uses[plan] = self._proved_uses.get(plan, 0) + 1
+        findings = unit.findings
+        first = len(findings)
+        unobserved: Sequence[str] = plan.unobserved
+        raised: dict[str, str] = {}
+        rules = plan.gapless_rules if subject.gapless else plan.rules
+        if rules:
+            unobserved_now: list[str] = []
+            for spec in rules:
+                found = self._apply(spec, subject, unobserved_now, raised)
+                if found:
+                    findings.extend(found)
+            for code in unobserved_now:
+                self._unobserved[code] = self._unobserved.get(code, 0) + 1
+            if unobserved_now:
+                unobserved = [*unobserved, *unobserved_now]
+        if not plan.keeps:
+            return
+        line = subject.line
+        kept = False
+        for i, spec, reduction in plan.digesting:
+            try:
+                digest = reduction.digest(subject)
+            except Exception as exc:  # noqa: BLE001
+                self._internal_error(spec, subject, exc)
+                continue
+            if digest is not None:
+                self._digested[i].append((line, digest))
+                kept = True
+        if not plan.rollout:
+            self._kept += kept
+            return
+        self._kept += 1
+        if self._digesters:
+            row_findings = findings[first:]
+            for digester, rows in zip(self._digesters, self._observed):
+                rows.append((line, digester.digest(subject, row_findings, unobserved, raised)))
+
+    def _proved_plan(self, memo_key: tuple[str, frozenset[str], frozenset[str] | None], judgement: Any) -> _ProvedPlan:
+        kind, evidence, _ = memo_key
+        key = (kind, evidence)
+        _, unobserved, reduced = self._plan(key)
+        judged = self._judged_unobserved(key, judgement)
+        digesting = tuple(
+            (i, spec, reduction)
+            for i, (spec, reduction) in enumerate(self._reductions)
+            if spec.impl.reads <= evidence and kind in spec.impl.kinds
+        )
+        return _ProvedPlan(
+            key,
+            tuple(reduced),
+            tuple(spec for spec in reduced if not _reads_gaps_alone(spec)),
+            judged,
+            (*self._unobserved_codes(key, unobserved), *judged),
+            digesting,
+            bool(self._reductions or self._digesters),
+            kind == ROLLOUTS,
+        )
+
     def _unobserved_codes(self, key: tuple[str, frozenset[str]], unobserved: list[RuleSpec]) -> list[str]:
         """The codes of the rules a plan leaves unobserved (a new list, memoized per plan)."""
         codes = self._plan_unobserved.get(key)
@@ -354,7 +464,8 @@ class RowChecker:
             again = [_finding(spec, reduced.path, reduced.line, reduced.rollout, reduced.raw, v) for v in spec.impl.check(reduced)]
         except Exception:  # noqa: BLE001 - it did not raise on the whole row
             again = None
-        if again != found:
+        # The fast path does not run a rule that reads the gaps alone on a row without one.
+        if again != found or (found and reduced.gapless and _reads_gaps_alone(spec)):
             raise fast.mismatched_reduced(subject, spec.code)
 
     def _compare_digests(self, subject: Subject) -> None:
@@ -542,11 +653,20 @@ def _finding(
         path=path,
         line=line,
         pointer=violation.pointer,
-        related=tuple(sorted(violation.related, key=lambda loc: (loc.path, loc.line, loc.pointer))),
+        related=_in_order(violation.related),
         rollout=rollout,
         fingerprint=fingerprint(spec.code, violation.pointer, rollout, path, content),
         availability=violation.availability,
     )
+
+
+def _in_order(related: tuple[Location, ...]) -> tuple[Location, ...]:
+    """The places a finding cites, in file, line and pointer order (most findings cite one or none)."""
+    return tuple(sorted(related, key=_place)) if len(related) > 1 else tuple(related)
+
+
+def _place(location: Location) -> tuple[str, int, str]:
+    return location.path, location.line, location.pointer
 
 
 def _internal_finding(

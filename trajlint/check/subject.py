@@ -50,6 +50,8 @@ class Subject:
     #: stated `model_calls`, position in the capture's `calls`, model_call_id, response_id) of
     #: each, for `unowned-model-call` to report. None on any other subject.
     unowned: Any = None
+    #: A proved row that carries no gap (`fast.gapless`): observation-gap has nothing to find.
+    gapless: bool = False
 
     @property
     def row(self) -> dict[str, Any]:
@@ -104,7 +106,7 @@ def row_subject(
             value = fast.reduced_row(pairs, parts)
             reduced = Subject(
                 path, number, fast.evidence(bits), raw=raw, value=value, rollout=rollout_identity(value), proved=True,
-                judgement=fast.judgement(judged), unowned=unowned,
+                judgement=fast.judgement(judged), unowned=unowned, gapless=fast.gapless(parts),
             )
             if checking:
                 subject = row_subject(path, number, raw, core, checking)

@@ -89,6 +89,25 @@ class _Stats:
         self.capture_prompt += digest.capture_prompt
         self.capture_completion += digest.capture_completion
 
+    def add_all(self, digests: list[Digest]) -> None:
+        """`add` each of `digests`, in order: their numbers summed a column at a time."""
+        if not digests:
+            return
+        calls, _, _, failed, ended, duplicated, prompt, completion, capture_prompt, capture_completion, _ = zip(*digests)
+        self.captures += sum(n > 0 for n in calls)
+        for by_status in failed:
+            if by_status:
+                self.errors += sum(n for _, n in by_status)
+                self.errors_by_status.update(dict(by_status))
+                self.rollouts_with_errors += 1
+        self.ended_on_error += sum(ended)
+        self.replayed += sum(duplicated)
+        self.replaying_rollouts += sum(n > 0 for n in duplicated)
+        self.prompt += sum(prompt)
+        self.completion += sum(completion)
+        self.capture_prompt += sum(capture_prompt)
+        self.capture_completion += sum(capture_completion)
+
     def merge(self, other: _Stats) -> None:
         self.records += other.records
         self.captures += other.captures
@@ -158,19 +177,22 @@ def fold_judged(rows: list[tuple[int, Judged]]) -> JudgedRows:
     records: list[bytes] = []
     index: list[tuple[Any, ...]] = []
     offset = 0
+    digests: list[Digest] = []
+    # Rows share a few combinations of found and unobserved checks: each is counted once.
+    found_rows: dict[tuple[str, ...], int] = {}
+    missing_rows: dict[tuple[str, ...], int] = {}
     for n, (line, judged) in enumerate(rows):
         task = judged.task
         if task is None:
             task = (_POSITION, n)
             positions.append((n, line))
         digest = judged.digest
-        stats.records += 1
         if digest is not None:
-            stats.add(digest)
+            digests.append(digest)
         if judged.found_checks:
-            issues.update(judged.found_checks)
+            found_rows[judged.found_checks] = found_rows.get(judged.found_checks, 0) + 1
         if judged.missing:
-            unobserved.update(judged.missing)
+            missing_rows[judged.missing] = missing_rows.get(judged.missing, 0) + 1
         entry = tasks.get(task)
         if entry is None:
             entry = tasks[task] = [line, judged.rollout, {}, True, False]
@@ -189,6 +211,15 @@ def fold_judged(rows: list[tuple[int, Judged]]) -> JudgedRows:
             index.append((sort, task, judged.index, judged.stage, offset, len(record), position))
             records.append(record)
             offset += len(record)
+    stats.records = len(rows)
+    stats.add_all(digests)
+    # Counted in the order the rows came: each check first counted where it first appears.
+    for checks, count in found_rows.items():
+        for check in checks:
+            issues[check] += count
+    for checks, count in missing_rows.items():
+        for check in checks:
+            unobserved[check] += count
     return JudgedRows(len(rows), stats, issues, unobserved, tasks, positions, b"".join(records), index)
 
 
@@ -207,6 +238,12 @@ class RowJudge:
     fold = staticmethod(fold_judged)
     #: The code of each check's rule: a row's unobserved rules come as codes.
     rule_codes: dict[str, str] = field(init=False, repr=False, compare=False)
+    #: A proved row's (NeMo Gym findings, unobserved check ids, verdict, found checks, unobserved
+    #: checks) per (rules it left unobserved, digest says the stated trajectory is unreadable):
+    #: nothing else of the row decides them, and a few combinations serve every proved row of a run.
+    _proved: dict[tuple[tuple[str, ...], bool], tuple[list[dict[str, Any]], list[str], str, tuple[str, ...], tuple[str, ...]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         names = {name: code for code, name in self.codes.items()}
@@ -214,19 +251,30 @@ class RowJudge:
 
     def digest(self, subject: Subject, findings: list[Finding], unobserved: list[str], raised: dict[str, str]) -> Judged:
         row = subject.row
-        found, missing, digest = self._evaluate(subject, unobserved, raised)
-        result = verdict(bool(found), bool(missing))
-        stage = stage_index(row)
+        judgement = getattr(subject, "judgement", None)
+        if judgement is not None and not raised:
+            digest = judgement.digest
+            key = (tuple(unobserved), digest is not None and digest.stated_invalid)
+            known = self._proved.get(key)
+            if known is None:
+                found, missing, _ = self._evaluate(subject, unobserved, raised)
+                result = verdict(bool(found), bool(missing))
+                known = self._proved[key] = (found, missing, result, tuple(item["check"] for item in found), tuple(missing))
+            found, missing, result, found_checks, missing_checks = known  # shared: read, never changed
+        else:
+            found, missing, digest = self._evaluate(subject, unobserved, raised)
+            result = verdict(bool(found), bool(missing))
+            found_checks, missing_checks = tuple(item["check"] for item in found), tuple(missing)
         return Judged(
-            task=task_index(row),
-            index=rollout_index(row),
-            stage=stage,
-            rollout=subject.rollout,
-            verdict=result,
-            found_checks=tuple(item["check"] for item in found),
-            missing=tuple(missing),
-            digest=digest,
-            record=self._record(row, result, found, missing) if self.keep_records else None,
+            task_index(row),
+            rollout_index(row),
+            stage_index(row),
+            subject.rollout,
+            result,
+            found_checks,
+            missing_checks,
+            digest,
+            self._record(row, result, found, missing) if self.keep_records else None,
         )
 
     def _evaluate(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from trajlint.builder.ledger import CallIndex, ref_key
 from trajlint.row.sections import CAPTURE
@@ -187,9 +187,11 @@ def _capture_damaged(capture: Any) -> bool:
 # -- the view ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Digest:
-    """What the run-level reductions keep of a row: a few numbers, never the row."""
+class Digest(NamedTuple):
+    """What the run-level reductions keep of a row: a few numbers, never the row.
+
+    A tuple, not a frozen dataclass: one is made for every row, a proved one included (from the
+    core's fields, `check.fast.judgement`), and a tuple costs a third as much to make."""
 
     calls: int
     successful_turn_calls: int

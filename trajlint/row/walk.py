@@ -117,7 +117,20 @@ def invocations(where: Where) -> Items:
 def gaps(where: Where) -> Items:
     """Every gap the row carries, in the order NeMo Gym produces them: the agent's bundle, the
     capture, then the trajectory (which repeats most of the others)."""
-    return items(where, OBSERVATIONS, "gaps") + items(where, CAPTURE, "gaps") + stated(where, "gaps")
+    if not isinstance(where, dict):
+        return where.memo("walk:gaps", _subject_gaps)  # one walk of the three lists per row
+    return _gaps(where)
+
+
+def _gaps(row: dict[str, Any]) -> Items:
+    return _items(row, _BUNDLE_GAPS) + _items(row, _CAPTURE_GAPS) + _items(row, _STATED_GAPS)
+
+
+def _subject_gaps(subject: Subject) -> Items:
+    return _gaps(subject.row)
+
+
+_BUNDLE_GAPS, _CAPTURE_GAPS, _STATED_GAPS = (OBSERVATIONS, "gaps"), (CAPTURE, "gaps"), (STATED, "gaps")
 
 
 def text(value: Any) -> str | None:

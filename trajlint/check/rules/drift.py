@@ -221,7 +221,7 @@ def gap_codes() -> dict[str, GapCode]:
 
 def _gap_key(gap: dict[str, Any]) -> tuple[Any, Any, Any]:
     """NeMo Gym's de-duplication key, (code, invocation_id, detail), made hashable whatever it holds."""
-    return tuple(hashable(v) for v in (gap.get("code"), gap.get("invocation_id"), gap.get("detail")))
+    return hashable(gap.get("code")), hashable(gap.get("invocation_id")), hashable(gap.get("detail"))
 
 
 def _gap_text(code: str, invocation_id: Any, detail: Any) -> str:

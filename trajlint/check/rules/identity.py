@@ -118,7 +118,9 @@ class SharedCaptureKey:
 
     def digest(self, subject: Subject) -> tuple[Any, str, Any] | None:
         row = subject.row
-        key = rollout_id(row)
+        # The subject's identity holds the row's capture key already (`rollout_identity`).
+        identity = subject.rollout
+        key = identity.rollout_id if identity is not None else rollout_id(row)
         task = task_index(row)
         if key is None or task is None:
             return None
