@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from trajlint import api
 from trajlint.check import catalog, fast
+from trajlint.read import native
 
 from .conftest import EXAMPLES, ROOT
 
@@ -55,7 +56,8 @@ def _proved(core, raw: bytes) -> bool:
 
 
 def _findings_with(monkeypatch, mode: str, lines: list[bytes]) -> list[dict]:
-    monkeypatch.setenv("TRAJLINT_CORE", mode)
+    # `native.mode` reads TRAJLINT_CORE once a process: the mode is set on it directly.
+    monkeypatch.setattr(native, "mode", lambda: mode)
     report = api.check_rows(lines, select=CODES, isolated=True, max_row_bytes=256 * 1024 * 1024)
     return [finding.to_dict() for finding in report.findings]
 
@@ -65,7 +67,9 @@ def _reports_as_python(core, monkeypatch, lines: list[bytes]) -> int:
     core on, their findings are the Python path's, field for field. How many such rows."""
     reported = [raw for raw in lines if (proof := core.check_row(raw, BIT)) is not None and proof[4]]
     if reported:
-        assert _findings_with(monkeypatch, "on", reported) == _findings_with(monkeypatch, "off", reported)
+        on = _findings_with(monkeypatch, "on", reported)
+        assert on == _findings_with(monkeypatch, "off", reported)
+        assert {finding["code"] for finding in on} == {"TL209"}
     return len(reported)
 
 

@@ -315,6 +315,12 @@ def test_ignored_rules_are_ignored_checks(tmp_path):
 def test_a_health_rule_that_raises_is_a_check_execution_error(tmp_path, monkeypatch):
     from trajlint.health.view import HealthView
 
+    # The failure is injected into the Python path: the native core would judge the row itself.
+    # (`native.mode` reads TRAJLINT_CORE once a process: the mode is set on it directly.)
+    from trajlint.read import native
+
+    monkeypatch.setattr(native, "mode", lambda: "off")
+
     findings = HealthView.findings
 
     def boom(view, check):

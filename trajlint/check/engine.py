@@ -163,7 +163,7 @@ class RowChecker:
         self._judged: dict[tuple[tuple[str, frozenset[str]], frozenset[str]], tuple[str, ...]] = {}
         self._plan_unobserved: dict[tuple[str, frozenset[str]], list[str]] = {}
         # Per plan: the reductions that digest its subjects (indices into `_reductions`).
-        self._digesting: dict[tuple[str, frozenset[str]], tuple[int, ...]] = {}
+        self._digesting: dict[tuple[str, frozenset[str]], tuple[tuple[int, RuleSpec, Reduction], ...]] = {}
         # Per (kind, evidence, unobserved health rules) of a proved row: its plan, and how many
         # rows of the unit took it (their coverage is counted at the end of the part).
         self._proved_plans: dict[tuple[str, frozenset[str], frozenset[str] | None], _ProvedPlan] = {}
@@ -319,23 +319,14 @@ class RowChecker:
             return
         if checking_proof:
             self._compare_digests(subject)
-        line = subject.line
-        kept = False
         digesting = self._digesting.get(key)
         if digesting is None:
             digesting = self._digesting[key] = tuple(
-                i for i, (spec, _) in enumerate(self._reductions) if spec.impl.reads <= evidence and kind in spec.impl.kinds
+                (i, spec, reduction)
+                for i, (spec, reduction) in enumerate(self._reductions)
+                if spec.impl.reads <= evidence and kind in spec.impl.kinds
             )
-        for i in digesting:
-            spec, reduction = self._reductions[i]
-            try:
-                digest = reduction.digest(subject)
-            except Exception as exc:  # noqa: BLE001
-                self._internal_error(spec, subject, exc)
-                continue
-            if digest is not None:
-                self._digested[i].append((line, digest))
-                kept = True
+        kept = self._digest(subject, digesting)
         if kind != ROLLOUTS:
             # Health judges rollouts only: a row of task inputs is no rollout to give a verdict.
             self._kept += kept
@@ -350,7 +341,7 @@ class RowChecker:
                 if judged != observed:
                     raise fast.mismatched_judgement(subject, judged, observed)
             for rows, judgement in zip(self._observed, observed):
-                rows.append((line, judgement))
+                rows.append((subject.line, judgement))
 
     def _apply(self, spec: RuleSpec, subject: Subject, unobserved_now: list[str], raised: dict[str, str]) -> list[Finding] | None:
         """The findings of one row rule on `subject`; None when the rule leaves it unobserved
@@ -397,17 +388,7 @@ class RowChecker:
                 unobserved = [*unobserved, *unobserved_now]
         if not plan.keeps:
             return
-        line = subject.line
-        kept = False
-        for i, spec, reduction in plan.digesting:
-            try:
-                digest = reduction.digest(subject)
-            except Exception as exc:  # noqa: BLE001
-                self._internal_error(spec, subject, exc)
-                continue
-            if digest is not None:
-                self._digested[i].append((line, digest))
-                kept = True
+        kept = self._digest(subject, plan.digesting)
         if not plan.rollout:
             self._kept += kept
             return
@@ -415,7 +396,7 @@ class RowChecker:
         if self._digesters:
             row_findings = findings[first:]
             for digester, rows in zip(self._digesters, self._observed):
-                rows.append((line, digester.digest(subject, row_findings, unobserved, raised)))
+                rows.append((subject.line, digester.digest(subject, row_findings, unobserved, raised)))
 
     def _proved_plan(self, memo_key: tuple[str, frozenset[str], frozenset[str] | None], judgement: Any) -> _ProvedPlan:
         kind, evidence, _ = memo_key
@@ -437,6 +418,22 @@ class RowChecker:
             bool(self._reductions or self._digesters),
             kind == ROLLOUTS,
         )
+
+    def _digest(self, subject: Subject, digesting: tuple[tuple[int, RuleSpec, Reduction], ...]) -> bool:
+        """Take the row's digest for each (index, spec, reduction) of `digesting`; whether any
+        kept one (a reduction that raises is an internal error, and the run goes on)."""
+        line = subject.line
+        kept = False
+        for i, spec, reduction in digesting:
+            try:
+                digest = reduction.digest(subject)
+            except Exception as exc:  # noqa: BLE001
+                self._internal_error(spec, subject, exc)
+                continue
+            if digest is not None:
+                self._digested[i].append((line, digest))
+                kept = True
+        return kept
 
     def _unobserved_codes(self, key: tuple[str, frozenset[str]], unobserved: list[RuleSpec]) -> list[str]:
         """The codes of the rules a plan leaves unobserved (a new list, memoized per plan)."""
