@@ -689,3 +689,17 @@ def test_a_shifted_finding_keeps_every_field_but_its_lines():
         if field.name not in ("line", "related"):
             assert getattr(shifted, field.name) == getattr(finding, field.name), field.name
     assert engine._shifted(dataclasses.replace(finding, line=0), "a.jsonl", 10).line == 0
+
+
+def test_a_checker_sent_to_another_process_proves_as_that_process_can(core, rules, monkeypatch):
+    """A worker elsewhere (a Ray cluster's) may lack the native core: a checker pickled there
+    takes the core's proof from the process it lands in, never its sender's."""
+    import pickle
+
+    checker = engine.RowChecker(list(rules.values()))
+    assert checker.prove is not None
+    sent = pickle.dumps(checker)
+    assert b"trajlint._core" not in sent
+    assert pickle.loads(sent).prove is not None
+    monkeypatch.setattr(read.native, "mode", lambda: "off")
+    assert pickle.loads(sent).prove is None

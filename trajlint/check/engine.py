@@ -127,6 +127,14 @@ def _reads_gaps_alone(spec: RuleSpec) -> bool:
 #: Evidence of a line of input: the rules that read it look at every line (or row).
 LINE_EVIDENCE = frozenset({"line", "row"})
 
+
+def _proof_codes(rules: Sequence[RuleSpec]) -> list[str]:
+    """The codes of the rules a run applies to a line of a rollout file (or reads run-level
+    digests or judgements of): what the core must prove a line clean of for the fast path."""
+    codes = [r.code for r in rules if ROLLOUTS in r.impl.kinds and r.impl.reads & LINE_EVIDENCE]
+    codes += [r.code for r in rules if r.impl.reduction is not None or r.impl.observed]
+    return codes
+
 # Rows per part of a unit checked in the reporting process (see `RowChecker.check_parts`).
 PART_ROWS = 1000
 
@@ -154,7 +162,8 @@ class RowChecker:
         # A proved row gives the digesters its health judgement in place of its row: only
         # digesters that take one (the health report's) let the run take the fast path.
         judges = bool(digesters)
-        self.prove = self._prover(rules, judges) if all(getattr(d, "takes_judgement", False) for d in digesters) else None
+        self._proving = (_proof_codes(rules), judges) if all(getattr(d, "takes_judgement", False) for d in digesters) else None
+        self.prove = self._prover(*self._proving) if self._proving is not None else None
         self._plans: dict[tuple[str, frozenset[str]], tuple[list[RuleSpec], list[RuleSpec], list[RuleSpec]]] = {}
         # How many subjects each plan served: coverage is counted per plan, not per rule and row.
         self._uses: dict[tuple[str, frozenset[str]], int] = {}
@@ -177,16 +186,23 @@ class RowChecker:
         self._observed: list[list[tuple[int, Any]]] = [[] for _ in self._digesters]
         self._kept = 0  # rows the part keeps something of
 
-    def _prover(self, rules: Sequence[RuleSpec], judges: bool = False) -> Callable[[bytes], Any] | None:
+    def __getstate__(self) -> dict[str, Any]:
+        # The core's proof is the process's own (`__setstate__`): a worker elsewhere (a Ray
+        # cluster's) may lack the native core, or have another build of it.
+        return {**self.__dict__, "prove": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.prove = self._prover(*self._proving) if self._proving is not None else None
+
+    def _prover(self, codes: list[str], judges: bool = False) -> Callable[[bytes], Any] | None:
         """The core's proof for a line of a rollout file when it can prove the line clean of every
-        rule this run applies to one (`check.fast`), else None. With `judges`, a line is proved
-        only with its health judgement."""
+        rule this run applies to one (`codes`, `_proof_codes`; `check.fast`), else None. With
+        `judges`, a line is proved only with its health judgement."""
         core = fast.prover()
         if core is None:
             return None
         check_row, proved = core
-        codes = [r.code for r in rules if ROLLOUTS in r.impl.kinds and r.impl.reads & LINE_EVIDENCE]
-        codes += [r.code for r in rules if r.impl.reduction is not None or r.impl.observed]
         wanted = fast.wanted_families(codes, proved)
         if wanted is None:
             return None
