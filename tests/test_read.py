@@ -15,9 +15,12 @@ from pathlib import Path
 import orjson
 import pytest
 import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trajlint import read
 from trajlint.read import Line, OversizedLine, ParseError, Source, Unreadable, decompress, iter_sources, parse
+from trajlint.read.lines import split_newlines
 
 ROWS = b'{"a":1}\n\n   \n{"b":2}\r\n\t\n{"c":3}'  # blank lines, CRLF, no final newline
 ROWS_EXPECTED = [(1, b'{"a":1}'), (4, b'{"b":2}\r'), (6, b'{"c":3}')]
@@ -791,3 +794,21 @@ def test_blank_lines_are_skipped_at_any_chunking(seed):
     chunks = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)])]
     got = [(item.number, item.raw) for item in _split_lines("f", iter(chunks), 1 << 20, LineTally())]
     assert got == _reference_lines(data)
+
+
+@given(
+    st.lists(st.sampled_from([b"", b"\n", b"\n\n", b"{}", b" ", b"x" * 700, b"y" * 1500, b"z" * 40_000]), max_size=30)
+)
+@settings(max_examples=300, deadline=None)
+def test_chunks_split_at_newlines_as_bytes_split_does(pieces: list[bytes]) -> None:
+    # Short and long lines, in either order and mixed, take both ways of splitting.
+    chunk = b"".join(pieces)
+    assert split_newlines(chunk) == chunk.split(b"\n")
+
+
+def test_a_file_of_long_lines_reads_the_same_lines_as_one_of_short_lines(tmp_path: Path) -> None:
+    rows = [orjson.dumps({"row": i, "text": "w" * (i * 997 % 5000)}) for i in range(400)]
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(b"\n".join(rows) + b"\n\n  \n" + rows[0])
+    read_back = [line.raw for line in Source(str(path)).lines(1 << 20, read.LineTally()) if isinstance(line, Line)]
+    assert read_back == [*rows, rows[0]]

@@ -18,9 +18,38 @@ _JSON_WHITESPACE = b" \t\r"
 _WHITESPACE_AND_NEWLINE = b" \t\r\n"
 _BLANK_START = (b" ", b"\t", b"\r", b"\n")
 
+# A chunk whose first whole line is longer than this is split by `bytes.find` (`split_newlines`).
+_LONG_LINE = 1024
+
 _SET_LINE_PATH = Line.path.__set__  # type: ignore[attr-defined]
 _SET_LINE_NUMBER = Line.number.__set__  # type: ignore[attr-defined]
 _SET_LINE_RAW = Line.raw.__set__  # type: ignore[attr-defined]
+
+
+def split_newlines(chunk: bytes) -> list[bytes]:
+    """`chunk.split(b"\\n")`, at memchr's speed where lines are long.
+
+    `bytes.split` with a one-byte separator tests each byte in a loop of its own: on rollout rows
+    of tens of KB that is several times slower than `bytes.find`, which calls memchr. A Python
+    loop over `find` costs more per line, though, so it is taken only when the chunk's first
+    whole line is long (a file's lines are mostly alike).
+    """
+    find = chunk.find
+    first = find(b"\n")
+    if first < 0:
+        return [chunk]
+    end = find(b"\n", first + 1)
+    if 0 <= end - first <= _LONG_LINE:
+        return chunk.split(b"\n")
+    pieces = [chunk[:first]]
+    append = pieces.append
+    start = first + 1
+    while end >= 0:
+        append(chunk[start:end])
+        start = end + 1
+        end = find(b"\n", start)
+    append(chunk[start:])
+    return pieces
 
 
 def _split_lines(
@@ -45,7 +74,7 @@ def _split_lines(
                 pieces = [chunk[: chunk.find(b"\n")], chunk[chunk.rfind(b"\n") + 1 :]] if ends else [chunk]
                 blank_run = max(ends - 1, 0)
             else:
-                pieces = chunk.split(b"\n")
+                pieces = split_newlines(chunk)
             if len(pieces) == 1:  # no line ends in this chunk
                 carried_size += len(chunk)
                 if skipping:
