@@ -33,6 +33,22 @@ struct Key {
     start: usize,
     end: usize,
     decoded: bool,
+    /// The key's length and first bytes in one word (`signature`): equal keys have equal
+    /// signatures, so most pairs of keys are told apart without comparing their bytes.
+    signature: u64,
+}
+
+/// A key's length (its top byte, saturated) and its first seven bytes.
+#[inline]
+fn signature(bytes: &[u8]) -> u64 {
+    let head = match bytes.first_chunk::<8>() {
+        Some(first) => u64::from_le_bytes(*first) & 0x00ff_ffff_ffff_ffff,
+        None => bytes
+            .iter()
+            .rev()
+            .fold(0, |word, &byte| word << 8 | u64::from(byte)),
+    };
+    head | (bytes.len().min(255) as u64) << 56
 }
 
 enum Frame {
@@ -363,6 +379,7 @@ impl<'a> Scanner<'a> {
                 start,
                 end,
                 decoded: false,
+                signature: signature(&self.line[start..end]),
             }
         };
         self.keys.push(key);
@@ -378,25 +395,20 @@ impl<'a> Scanner<'a> {
 
     /// The document's span of the string between `start` and `end`: in the line, or decoded.
     fn span(&mut self, start: usize, end: usize, escaped: bool) -> Result<Span, ()> {
-        let Some(mut doc) = self.doc.take() else {
-            return Err(());
-        };
-        let span = if escaped {
-            let from = doc.decoded.len();
-            let decoded = decode(self.line, start, end, &mut doc.decoded);
-            let len = doc.decoded.len() - from;
-            decoded.map(|()| Span {
-                start: from as u32,
-                len: len as u32 | DECODED,
-            })
-        } else {
-            Ok(Span {
+        if !escaped {
+            return Ok(Span {
                 start: start as u32,
                 len: (end - start) as u32,
-            })
-        };
-        self.doc = Some(doc);
-        span
+            });
+        }
+        let line = self.line;
+        let doc = self.doc.as_mut().ok_or(())?;
+        let from = doc.decoded.len();
+        decode(line, start, end, &mut doc.decoded)?;
+        Ok(Span {
+            start: from as u32,
+            len: (doc.decoded.len() - from) as u32 | DECODED,
+        })
     }
 
     fn close_object(&mut self) {
@@ -424,16 +436,30 @@ impl<'a> Scanner<'a> {
         let keys = &self.keys[first..];
         if keys.len() <= PAIRWISE_KEYS {
             for (i, &a) in keys.iter().enumerate() {
-                let a = self.key_bytes(a);
-                if keys[i + 1..].iter().any(|&b| self.key_bytes(b) == a) {
+                let later = &keys[i + 1..];
+                if later.iter().any(|b| b.signature == a.signature)
+                    && later.iter().any(|&b| {
+                        b.signature == a.signature && self.key_bytes(b) == self.key_bytes(a)
+                    })
+                {
                     return true;
                 }
             }
             return false;
         }
-        let mut sorted: Vec<&[u8]> = keys.iter().map(|&k| self.key_bytes(k)).collect();
-        sorted.sort_unstable();
-        sorted.windows(2).any(|pair| pair[0] == pair[1])
+        // Equal keys have equal signatures: sorted by signature, they are in the same run.
+        let mut sorted: Vec<Key> = keys.to_vec();
+        sorted.sort_unstable_by_key(|key| key.signature);
+        sorted
+            .chunk_by(|a, b| a.signature == b.signature)
+            .filter(|run| run.len() > 1)
+            .any(|run| {
+                run.iter().enumerate().any(|(i, &a)| {
+                    run[i + 1..]
+                        .iter()
+                        .any(|&b| self.key_bytes(a) == self.key_bytes(b))
+                })
+            })
     }
 
     fn literal(&mut self, word: &[u8]) -> Step {
@@ -619,6 +645,7 @@ impl<'a> Scanner<'a> {
             start: from,
             end: self.arena.len(),
             decoded: true,
+            signature: signature(&self.arena[from..]),
         })
     }
 }
@@ -743,5 +770,31 @@ mod tests {
             scan(format!("{{{},\"k7\":0}}", members.join(",")).as_bytes()),
             REPEATED
         );
+    }
+
+    #[test]
+    fn keys_alike_in_length_and_first_bytes_are_told_apart() {
+        // Same length and first seven bytes (one signature), pairwise and sorted; a key
+        // written with an escape is the same key as the one written without.
+        for count in [3, 40] {
+            let members: Vec<String> = (0..count)
+                .map(|i| format!("\"model_call_{i:03}\":{i}"))
+                .collect();
+            let object = members.join(",");
+            assert_eq!(scan(format!("{{{object}}}").as_bytes()), 0, "{count} keys");
+            for repeated in ["\"model_call_001\"", "\"model_call_\\u0030\\u00301\""] {
+                assert_eq!(
+                    scan(format!("{{{object},{repeated}:0}}").as_bytes()),
+                    REPEATED,
+                    "{count} keys and {repeated}"
+                );
+            }
+            assert_eq!(
+                scan(format!("{{{object},\"model_call_999\":0}}").as_bytes()),
+                0
+            );
+        }
+        assert_eq!(scan(br#"{"":1,"a":2,"":3}"#), REPEATED);
+        assert_eq!(scan(br#"{"abcdefgh":1,"abcdefgi":2}"#), 0);
     }
 }

@@ -104,7 +104,9 @@ impl<'a> Doc<'a> {
             self.text.as_bytes()
         };
         let start = span.start as usize;
-        source.get(start..start + wanted.len()) == Some(wanted)
+        source
+            .get(start..start + wanted.len())
+            .is_some_and(|key| same_bytes(key, wanted))
     }
 
     fn node(&self, at: u32) -> &Node {
@@ -119,6 +121,27 @@ impl<'a> Doc<'a> {
             _ => at + 1,
         }
     }
+}
+
+/// Whether two slices of the same length hold the same bytes. Keys are short: up to 16 bytes
+/// they are compared as two words, which a call to `memcmp` costs several times over.
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if n < 8 {
+        return a.iter().zip(b).fold(0, |diff, (x, y)| diff | (x ^ y)) == 0;
+    }
+    if n > 16 {
+        return a == b;
+    }
+    let word = |s: &[u8], at: usize| {
+        s.get(at..at + 8)
+            .map(|w| u64::from_le_bytes(w.try_into().unwrap_or([0; 8])))
+    };
+    word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8)
 }
 
 /// A JSON number, as serde_json's `Number` holds it.
@@ -661,5 +684,19 @@ mod tests {
             agrees(text);
         }
         assert!(lines.len() > 100, "{} corpus lines", lines.len());
+    }
+
+    #[test]
+    fn same_bytes_is_slice_equality() {
+        for n in 0..40usize {
+            let a: Vec<u8> = (0..n).map(|i| b'a' + (i % 26) as u8).collect();
+            assert!(super::same_bytes(&a, &a.clone()), "{n} bytes");
+            for at in 0..n {
+                let mut b = a.clone();
+                b[at] ^= 0x20;
+                assert!(!super::same_bytes(&a, &b), "{n} bytes, differing at {at}");
+            }
+            assert!(!super::same_bytes(&a, &a[..n.saturating_sub(1)]) || n == 0);
+        }
     }
 }

@@ -917,7 +917,7 @@ pub fn judge(shared: &Row<'_>) -> Option<Judgement> {
     let mut seen = HashSet::default();
     let turns = match stated {
         Some(stated) => stated_turns(stated, &mut seen),
-        None => built_turns(row, &ledger, &calls, &mut seen)?,
+        None => built_turns(row, ledger, &calls, &mut seen)?,
     };
     if stated.is_none() && turns.count == 0 {
         codes.insert("turns_unavailable");
@@ -945,7 +945,7 @@ pub fn judge(shared: &Row<'_>) -> Option<Judgement> {
     let scope_complete = !codes.contains("turn_model_call_scope_incomplete");
 
     let turn_keys = &turns.keys;
-    let turn_bindings = bind(&ledger, turn_keys);
+    let turn_bindings = bind(ledger, turn_keys);
     let mut invocation_keys = Vec::new();
     refs(&invocations, &mut seen, &mut invocation_keys);
     for key in observed.references {
@@ -958,7 +958,7 @@ pub fn judge(shared: &Row<'_>) -> Option<Judgement> {
     } else {
         let mut all = turn_keys.clone();
         all.extend(invocation_keys);
-        Some(bind(&ledger, &all))
+        Some(bind(ledger, &all))
     };
     let owned = owned.as_ref().unwrap_or(&turn_bindings);
     let usage = transcript(row)?;
