@@ -103,6 +103,8 @@ def test_the_core_validates_with_the_packaged_schemas_and_the_same_crate(core):
     packaged = {path.name: path.read_bytes().decode("utf-8") for path in schemas_dir().glob("*.schema.json")}
     assert dict(core.SCHEMA_DOCUMENTS) == packaged
     assert version("jsonschema_rs") == core.JSONSCHEMA
+    # What the fast path reads without importing importlib.metadata is what that reads.
+    assert fast._jsonschema_rs_version() == version("jsonschema_rs")
     cargo = (ROOT / "Cargo.toml").read_text()
     assert re.search(r'^jsonschema = \{ version = "=' + re.escape(core.JSONSCHEMA) + '"', cargo, re.M)
     pyproject = (ROOT / "pyproject.toml").read_text()
