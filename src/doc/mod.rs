@@ -462,8 +462,30 @@ impl<'d> Object<'d> {
         // member whose key cannot match costs no slicing of the text.
         let doc = self.doc;
         let wanted = key.as_bytes();
-        self.values()
-            .find(|value| doc.key_is(value.node().key, wanted))
+        let object = doc.node(self.at);
+        let end = ((object.payload >> 32) as usize).min(doc.nodes.len());
+        let members = doc.nodes.get(self.at as usize + 1..end).unwrap_or_default();
+        // The members' nodes are walked in place, from one member to the node after its
+        // descendants, with one bounds check each.
+        let mut left = object.payload & 0xffff_ffff;
+        let mut at = 0;
+        while left > 0 {
+            let node = members.get(at)?;
+            if doc.key_is(node.key, wanted) {
+                return Some(Value {
+                    doc,
+                    at: self.at + 1 + at as u32,
+                });
+            }
+            at = match node.tag {
+                Tag::Array | Tag::Object => {
+                    ((node.payload >> 32) as usize).saturating_sub(self.at as usize + 1)
+                }
+                _ => at + 1,
+            };
+            left -= 1;
+        }
+        None
     }
 
     pub fn contains_key(self, key: &str) -> bool {
