@@ -436,11 +436,9 @@ impl<'a> Scanner<'a> {
         let keys = &self.keys[first..];
         if keys.len() <= PAIRWISE_KEYS {
             for (i, &a) in keys.iter().enumerate() {
-                let later = &keys[i + 1..];
-                if later.iter().any(|b| b.signature == a.signature)
-                    && later.iter().any(|&b| {
-                        b.signature == a.signature && self.key_bytes(b) == self.key_bytes(a)
-                    })
+                if keys[i + 1..]
+                    .iter()
+                    .any(|&b| b.signature == a.signature && self.key_bytes(b) == self.key_bytes(a))
                 {
                     return true;
                 }
