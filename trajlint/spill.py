@@ -185,13 +185,15 @@ class Sorted(_ReadBack[T]):
 
     def __init__(self, key: Callable[[T], Any], items: Iterable[T] = ()):
         self._key = key
-        self._chunk: list[tuple[Any, int, T]] = []
-        self._runs: list[Packed[tuple[Any, int, T]]] = []
-        self._seq = 0
+        # Items as appended: a stable sort keeps ties in order within a chunk, and `heapq.merge`
+        # takes equal items from the earlier of its inputs, which are the runs in the order
+        # they were written, so no sequence number is held per item.
+        self._chunk: list[T] = []
+        self._runs: list[Packed[T]] = []
+        self._length = 0
         self._disk = _Disk()
         self._limit = _sort_items()
-        for item in items:
-            self.append(item)
+        self.extend(items)
 
     def __getstate__(self) -> dict[str, Any]:
         # What crosses to another process: the items in order (a worker's run is sent whole).
@@ -201,40 +203,42 @@ class Sorted(_ReadBack[T]):
         self.__init__(state["key"], state["items"])  # type: ignore[misc]
 
     def append(self, item: T) -> None:
-        self._chunk.append((self._key(item), self._seq, item))
-        self._seq += 1
+        self._chunk.append(item)
+        self._length += 1
         if len(self._chunk) >= self._limit:
             self._flush()
 
     def extend(self, items: Iterable[T]) -> None:
-        # `append`, item by item, without a call per item: the run adds a part's rows at once.
-        key, chunk, seq, limit = self._key, self._chunk, self._seq, self._limit
-        for item in items:
-            chunk.append((key(item), seq, item))
-            seq += 1
-            if len(chunk) >= limit:
-                self._seq = seq
+        # The run adds a part's rows at once: whole slices while the chunk has room.
+        items = items if isinstance(items, list) else list(items)
+        start = 0
+        while start < len(items):
+            room = self._limit - len(self._chunk)
+            taken = items[start : start + room]
+            self._chunk.extend(taken)
+            self._length += len(taken)
+            start += len(taken)
+            if len(self._chunk) >= self._limit:
                 self._flush()
-                chunk = self._chunk
-        self._seq = seq
 
     def _flush(self) -> None:
-        self._chunk.sort(key=_head)
+        self._chunk.sort(key=self._key)
         self._runs.append(Packed(self._chunk, disk=self._disk))
         self._chunk = []
         if len(self._runs) >= FAN_IN:
-            merged = Packed(heapq.merge(*self._runs, key=_head), disk=self._disk)
+            merged = Packed(heapq.merge(*self._runs, key=self._key), disk=self._disk)
             for run in self._runs:
                 run._blocks = []  # its blocks stay in the shared file until it is closed
             self._runs = [merged]
 
     def __len__(self) -> int:
-        return self._seq
+        return self._length
 
     def __iter__(self) -> Iterator[T]:
-        chunk = sorted(self._chunk, key=_head)
-        for _, _, item in heapq.merge(*self._runs, chunk, key=_head):
-            yield item
+        chunk = sorted(self._chunk, key=self._key)
+        if not self._runs:
+            return iter(chunk)
+        return heapq.merge(*self._runs, chunk, key=self._key)
 
     def close(self) -> None:
         self._chunk, self._runs = [], []
@@ -294,6 +298,3 @@ def _part(value: Any) -> bytes:
         tag, data = b"r", repr(value).encode("utf-8", "backslashreplace")
     return tag + len(data).to_bytes(8, "big") + data
 
-
-def _head(entry: tuple[Any, int, Any]) -> tuple[Any, int]:
-    return entry[0], entry[1]
