@@ -155,21 +155,28 @@ class TaskRepeats:
         return self.outcome_of(self.tasks[task])
 
     def outcome_of(self, entry: Task) -> TaskOutcome:
-        verdicts = []
+        # Verdicts counted by code (the order of VERDICTS); a rollout's copies that disagree
+        # leave it unobserved.
+        tally = [0, 0, 0]
         for rollout_index, bucket in entry.buckets.items():
-            if not isinstance(bucket, list):  # one copy: its own verdict
-                verdicts.append(VERDICTS[bucket[1] if isinstance(bucket, tuple) else bucket])
-                continue
-            finals = {verdict for verdict, _ in self.copies_of(entry, rollout_index)}
-            verdicts.append(finals.pop() if len(finals) == 1 else UNOBSERVED)
-        computable = [v for v in verdicts if v != UNOBSERVED]
+            kind = type(bucket)
+            if kind is int:  # one copy, as most rollouts have: its own verdict
+                tally[bucket] += 1
+            elif kind is tuple:
+                tally[bucket[1]] += 1
+            else:
+                finals = {verdict for verdict, _ in self.copies_of(entry, rollout_index)}
+                tally[_CODE[finals.pop()] if len(finals) == 1 else _CODE[UNOBSERVED]] += 1
+        healthy, unhealthy, unobserved = tally
+        computable = healthy + unhealthy
         flags = []
-        coverage = {TASK_UNHEALTHY: len(computable) >= 2, TASK_NO_SUCCESS: entry.policy_calls_observed}
-        if coverage[TASK_UNHEALTHY] and all(v == UNHEALTHY for v in computable):
+        coverage = {TASK_UNHEALTHY: computable >= 2, TASK_NO_SUCCESS: entry.policy_calls_observed}
+        if computable >= 2 and not healthy:
             flags.append(TASK_UNHEALTHY)
         if coverage[TASK_NO_SUCCESS] and not entry.successful:
             flags.append(TASK_NO_SUCCESS)
-        return TaskOutcome(len(verdicts), {v: verdicts.count(v) for v in VERDICTS}, tuple(flags), coverage)
+        counts = {HEALTHY: healthy, UNHEALTHY: unhealthy, UNOBSERVED: unobserved}
+        return TaskOutcome(healthy + unhealthy + unobserved, counts, tuple(flags), coverage)
 
 
 def copy_of(verdict: str, stage: Any) -> Any:

@@ -486,10 +486,13 @@ class HealthRun:
         # NeMo Gym lists tasks by their text, numbers first (so "10" comes before "2").
         for task, entry in self.repeats.tasks.ordered():
             outcome = self.repeats.outcome_of(entry)
-            for rollout in entry.buckets:
-                for final, copies in self.repeats.copies_of(entry, rollout):
-                    verdicts[final] += 1
-                    self.issues[DUPLICATE_IDENTITY] += copies > 0
+            if any(type(bucket) is list for bucket in entry.buckets.values()):
+                for rollout in entry.buckets:
+                    for final, copies in self.repeats.copies_of(entry, rollout):
+                        verdicts[final] += 1
+                        self.issues[DUPLICATE_IDENTITY] += copies > 0
+            else:  # one copy of each rollout: the outcome has counted their verdicts
+                verdicts.update(outcome.counts)
             flags = [check for check in outcome.flags if check in self.selected]
             task_issues.update(flags)
             for check, evaluated in outcome.coverage.items():
