@@ -72,6 +72,32 @@ def test_shards_start_at_line_starts_and_cover_the_file(tmp_path):
     assert [p.first_shard for p in parts] == [True] + [False] * (len(parts) - 1)
 
 
+def test_the_end_of_the_input_is_cut_finer_for_the_workers_to_finish_together(tmp_path):
+    content = b"".join(b'{"n":%d,"pad":"%s"}\n' % (i, b"p" * (i % 37)) for i in range(2000))
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(content)
+    even = read.shards(read.Source(str(path)), 4000)
+    tapered = read.shards(read.Source(str(path)), 4000, tail_bytes=8000)
+    assert tapered[0].span[0] == 0 and tapered[-1].span[1] is None
+    for a, b in zip(tapered, tapered[1:]):
+        assert a.span[1] == b.span[0] and content[b.span[0] - 1 : b.span[0]] == b"\n"
+    sizes = [(b.span[1] or len(content)) - b.span[0] for b in tapered]
+    fine = sum(size < 2000 for size in sizes)  # a quarter the size, at the end only
+    assert 8 <= fine <= 13 and max(sizes[-fine:]) < 2000 < min(sizes[:-fine])
+    assert len(tapered) > len(even)
+    # Two workers cut the last file's end; one process does not.
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(content)
+    planned = [(read.Source(str(other)), None), (read.Source(str(path)), None)]
+    assert [u.span for u, _ in parallel.plan_units(planned, 1)] == [None, None]  # under 16 MiB: whole
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(units, "SHARD_BYTES", 4000)
+        patch.setattr(parallel, "_MIN_SHARD_BYTES", 1)
+        spans = [u.span for u, _ in parallel.plan_units(planned, 2)]
+    first, second = spans[: len(even)], spans[len(even) :]
+    assert first == [s.span for s in even] and second == [s.span for s in tapered]
+
+
 def test_only_plain_files_on_disk_are_cut(tmp_path):
     for name in ("rows.jsonl.gz", "row.json"):
         path = tmp_path / name

@@ -55,11 +55,17 @@ def plan_units(sources: Iterable[tuple[Source | Unreadable, FileKind]], jobs: in
     """
     sources = list(sources)
     shard_bytes = units.SHARD_BYTES
+    tail_bytes = 0
     if jobs > 1:
         total = sum(_size(s) for s, _ in sources if isinstance(s, Source) and not s.compression and not s.whole)
         shard_bytes = min(shard_bytes, max(_MIN_SHARD_BYTES, total // (jobs * _SHARDS_PER_WORKER)))
+        # The input's end is cut finer, so that the workers finish together.
+        tail_bytes = jobs * shard_bytes
+    last = max((i for i, (s, _) in enumerate(sources) if isinstance(s, Source)), default=-1)
     return [
-        (u, kind) for s, kind in sources for u in (read.shards(s, shard_bytes) if isinstance(s, Source) else [s])
+        (u, kind)
+        for i, (s, kind) in enumerate(sources)
+        for u in (read.shards(s, shard_bytes, tail_bytes if i == last else 0) if isinstance(s, Source) else [s])
     ]
 
 

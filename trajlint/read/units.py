@@ -16,8 +16,9 @@ from trajlint.read.source import Source, _identity_of
 SHARD_BYTES = 16 * 1024 * 1024
 
 
-def shards(source: Source, shard_bytes: int | None = None) -> list[Source]:
-    """`source` cut at line ends into shards of about `shard_bytes`, in file order.
+def shards(source: Source, shard_bytes: int | None = None, tail_bytes: int = 0) -> list[Source]:
+    """`source` cut at line ends into shards of about `shard_bytes`, in file order; with
+    `tail_bytes`, the file's last `tail_bytes` or so are cut four times finer (see `_offsets`).
 
     Only a plain JSONL file (on disk, or an object named by URL) can be cut (a compressed stream has no byte offsets to seek
     to); anything else, and a file too small to be worth cutting, is its single shard. Finding
@@ -45,7 +46,7 @@ def shards(source: Source, shard_bytes: int | None = None) -> list[Source]:
                 return [source]
             if identity is not None:
                 size = identity[2]
-            for nominal in range(shard_bytes, size, shard_bytes):
+            for nominal in _offsets(size, shard_bytes, tail_bytes):
                 start = _line_start_at_or_after(handle, max(nominal, starts[-1] + 1))
                 if start is None or start >= size:
                     break
@@ -54,6 +55,21 @@ def shards(source: Source, shard_bytes: int | None = None) -> list[Source]:
         return [source]
     ends: list[int | None] = [*starts[1:], None]  # the last shard reads whatever the file holds then
     return [Source(source.path, "", False, span=(a, b), identity=identity) for a, b in zip(starts, ends)]
+
+
+def _offsets(size: int, shard_bytes: int, tail_bytes: int) -> list[int]:
+    """Where shards of a file of `size` bytes nominally start, after the first.
+
+    Workers take shards in order, so the run ends when the worker holding the last one is done,
+    while the others wait: up to a whole shard's time. Cutting the end finer lets them share
+    it, for a few more shards in all.
+    """
+    if tail_bytes <= 0:
+        return list(range(shard_bytes, size, shard_bytes))
+    offsets = list(range(shard_bytes, size - tail_bytes, shard_bytes))
+    fine = max(1, shard_bytes // 4)
+    offsets.extend(range((offsets[-1] if offsets else 0) + fine, size, fine))
+    return offsets
 
 
 def _line_start_at_or_after(handle: BinaryIO, offset: int) -> int | None:
