@@ -492,9 +492,11 @@ class HealthRun:
                         verdicts[final] += 1
                         self.issues[DUPLICATE_IDENTITY] += copies > 0
             else:  # one copy of each rollout: the outcome has counted their verdicts
-                verdicts.update(outcome.counts)
+                for final, count in outcome.counts.items():
+                    verdicts[final] += count
             flags = [check for check in outcome.flags if check in self.selected]
-            task_issues.update(flags)
+            for check in flags:
+                task_issues[check] += 1
             for check, evaluated in outcome.coverage.items():
                 kind = "ignored" if check not in self.selected else "evaluated" if evaluated else "unobserved"
                 self.task_coverage[check][kind] += 1
