@@ -47,6 +47,19 @@ def test_sorted_merges_its_runs_past_the_fan_in(monkeypatch):
     assert list(store) == sorted(items, key=lambda item: item % 7)
 
 
+def test_sorted_takes_a_long_iterable_a_chunk_at_a_time(monkeypatch):
+    monkeypatch.setenv("TRAJLINT_SPILL_ITEMS", "4")
+    store = spill.Sorted(lambda item: -item)
+
+    def produced():
+        for n in range(100):
+            assert n - len(store) <= 4  # what is taken but not stored is at most a chunk
+            yield n
+
+    store.extend(produced())
+    assert len(store) == 100 and list(store) == list(range(99, -1, -1))
+
+
 def test_packed_goes_to_disk_past_its_budget_and_pickles_whole(monkeypatch):
     monkeypatch.setenv("TRAJLINT_SPILL_ITEMS", "4")
     monkeypatch.setenv("TRAJLINT_SPILL_BYTES", "0")

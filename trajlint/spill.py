@@ -16,6 +16,7 @@ system however the process ends). The environment variables `TRAJLINT_SPILL_ITEM
 from __future__ import annotations
 
 import heapq
+import itertools
 import os
 import pickle
 import zlib
@@ -209,15 +210,12 @@ class Sorted(_ReadBack[T]):
             self._flush()
 
     def extend(self, items: Iterable[T]) -> None:
-        # The run adds a part's rows at once: whole slices while the chunk has room.
-        items = items if isinstance(items, list) else list(items)
-        start = 0
-        while start < len(items):
-            room = self._limit - len(self._chunk)
-            taken = items[start : start + room]
+        # The run adds a part's rows at once: as many as the chunk has room for at a time, so
+        # that a long iterable is never held whole.
+        rest = iter(items)
+        while taken := list(itertools.islice(rest, self._limit - len(self._chunk))):
             self._chunk.extend(taken)
             self._length += len(taken)
-            start += len(taken)
             if len(self._chunk) >= self._limit:
                 self._flush()
 
@@ -247,8 +245,6 @@ class Sorted(_ReadBack[T]):
 
 def _item(seq: Iterable[T], index: int | slice) -> Any:
     """`seq[index]` by reading it (for a few items, or a test): no random access is kept."""
-    import itertools
-
     if isinstance(index, slice):
         if (index.start or 0) < 0 or (index.stop or 0) < 0 or index.step not in (None, 1):
             return list(seq)[index]
