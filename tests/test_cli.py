@@ -137,6 +137,43 @@ def test_real_process_exit_codes_and_module_entry(tmp_path):
     assert b"Traceback" not in broken.stderr
 
 
+@pytest.mark.parametrize(
+    ("status", "code", "stderr"),
+    [(None, 0, ""), (0, 0, ""), (1, 1, ""), (2, 2, ""), (256 + 3, 3, ""), ("bad input", 1, "bad input")],
+)
+def test_the_quick_exit_keeps_the_status_the_output_and_the_exit_handlers(tmp_path, status, code, stderr):
+    """The command ends without the interpreter's teardown, and nothing else of an exit is lost:
+    the status as `sys.exit` reads it, what is buffered on standard output, `atexit` handlers."""
+    marker = tmp_path / "handler-ran"
+    script = (
+        "import atexit, sys\n"
+        "from trajlint.cli.exit import quick_exit\n"
+        f"atexit.register(lambda: open({str(marker)!r}, 'w').close())\n"
+        "sys.stdout.write('x' * 100000)\n"  # more than a pipe's buffer: flushed before the exit
+        f"quick_exit({status!r})\n"
+        "print('after the exit')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, env=env, cwd=tmp_path, text=True)
+    assert done.returncode == code
+    assert done.stdout == "x" * 100000
+    assert done.stderr.strip() == stderr
+    assert marker.exists()
+
+
+def test_the_quick_exit_waits_for_a_thread_the_interpreter_would_wait_for(tmp_path):
+    script = (
+        "import threading, time\n"
+        "from trajlint.cli.exit import quick_exit\n"
+        "threading.Thread(target=lambda: (time.sleep(0.3), print('thread done', flush=True))).start()\n"
+        "quick_exit(1)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, env=env, cwd=tmp_path, text=True)
+    assert done.returncode == 1
+    assert done.stdout == "thread done\n"
+
+
 @pytest.mark.slow
 def test_internal_error_exits_2_without_traceback(tmp_path):
     # A rule that raises must not stop the run: exit 2, one finding per row, no traceback.

@@ -1,4 +1,4 @@
-from trajlint.cli import main
+from trajlint.cli.exit import run
 
 if __name__ == "__main__":
-    main()
+    run()
