@@ -52,14 +52,15 @@ def run() -> None:
 
 def quick_exit(status: object) -> None:
     """End the process with `status` (as `sys.exit` reads it) once the `atexit` handlers have
-    run and standard output and error are flushed, without freeing what the run holds. With a
-    thread still at work that the interpreter would wait for, it exits the usual way."""
+    run and standard output and error are flushed, without freeing what the run holds. Under a
+    tracer or profiler (coverage, cProfile), which write their data once the program returns,
+    or with a thread still at work that the interpreter would wait for, it exits the usual way."""
     import atexit
     import os
     import sys
     import threading
 
-    if any(t is not threading.main_thread() and not t.daemon and t.is_alive() for t in threading.enumerate()):
+    if _watched() or any(t is not threading.main_thread() and not t.daemon and t.is_alive() for t in threading.enumerate()):
         sys.exit(status)
     if status is None:
         code = EXIT_CLEAN
@@ -81,3 +82,14 @@ def quick_exit(status: object) -> None:
             # it wanted, as `signals.guarded` has it for a pipe closed earlier.
             code = code or EXIT_FINDINGS
     os._exit(code)
+
+
+def _watched() -> bool:
+    """Whether a tracer or profiler watches this process (`sys.settrace`, `sys.setprofile`, or
+    a tool of `sys.monitoring`, as coverage uses on Python 3.12 and later)."""
+    import sys
+
+    if sys.gettrace() is not None or sys.getprofile() is not None:
+        return True
+    monitoring = getattr(sys, "monitoring", None)
+    return monitoring is not None and any(monitoring.get_tool(tool) is not None for tool in range(6))

@@ -59,9 +59,13 @@ def _ignore_stop_signals() -> None:
 
 
 # Memory held back from the start of a run and given up when memory runs out, so that saying so
-# and exiting does not itself fail for want of memory.
+# and exiting does not itself fail for want of memory. Python runs out where the address space
+# is limited (`ulimit -v`); a control group's limit ends a process with the kernel's OOM killer
+# instead. So the reserve is address space alone: zeroed `bytes` come from calloc, whose fresh
+# pages are never touched, where a `bytearray` is written over and held in memory, 4 MiB of
+# every run's resident set.
 _RESERVE_BYTES = 4 * 1024 * 1024
-_reserve: bytearray | None = None
+_reserve: bytes | None = None
 
 OUT_OF_MEMORY = (
     "trajlint: out of memory: the run needs more memory than this machine or its limits "
@@ -98,7 +102,7 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, debug: bool = False, **kwargs: Any) -> Any:
         global _reserve
-        _reserve = bytearray(_RESERVE_BYTES)
+        _reserve = bytes(_RESERVE_BYTES)
         on_int = signal.getsignal(signal.SIGINT)  # kept unless Python's own: the shell may have set it ignored
         if on_int is signal.default_int_handler:
             on_int = _raise_interrupted
