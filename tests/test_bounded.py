@@ -263,3 +263,34 @@ def test_task_table_reads_back_in_both_orders_from_disk(monkeypatch):
     assert [t for t, _ in memory.tasks.ordered()][:3] == [1, 10, 2]  # 1.0 is the task 1
     assert len(spilled.tasks) == len(memory.tasks) == 6
     assert spilled.outcome(3) == memory.outcome(3) and spilled.copies(1, 1) == memory.copies(1, 1)
+
+
+# -- rows freed as they are checked ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("core", ["off", "on"])
+def test_rows_checked_the_python_way_leave_no_cycle_for_the_collector(monkeypatch, core):
+    """A row the rules explain (every row with the core off; a defective one with it on) is
+    freed by its reference counts once checked: no parsed row or build is left waiting in a
+    reference cycle for the cyclic collector, which would then walk it, row after row."""
+    import gc
+
+    from trajlint.api import check_paths
+
+    from .conftest import EXAMPLES
+
+    monkeypatch.setenv("TRAJLINT_CORE", core)
+    check_paths(str(EXAMPLES), isolated=True, jobs=1)  # modules, rules, compiled schemas: made once
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        report = check_paths(str(EXAMPLES), isolated=True, jobs=1)
+        gc.collect()
+        left = [type(o).__name__ for o in gc.garbage]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert report.findings
+    assert not {"Subject", "Build", "HealthView", "Ledger"} & set(left), sorted(set(left))

@@ -252,6 +252,7 @@ class RowChecker:
         tally = LineTally()
         for subject in unit_subjects(unit, max_row_bytes, tally, kind, self.prove):
             self.visit(subject)
+            subject.release()
             if rows_per_part is not None and (
                 self._kept >= rows_per_part or len(self.unit.findings) >= rows_per_part
             ):
@@ -556,6 +557,7 @@ class Engine:
         """Check one subject here and now (no shard: its line is its line)."""
         self.checker.start_unit(subject.path)
         self.checker.visit(subject)
+        subject.release()
         self.absorb(self.checker.end_unit(), 0)
 
     def absorb(self, unit: UnitResult, lines_before: int) -> None:

@@ -66,6 +66,14 @@ class Subject:
             self._build = build(self.value)
         return self._build
 
+    def release(self) -> None:
+        """Drop what the rules derived from the row (its build, their memoized views) once they
+        are done with it. A view refers back to its subject (`HealthView`), so without this a
+        row that went the Python way lives on in a cycle, its parsed row and build with it,
+        until the cyclic collector runs, which must then walk all of it."""
+        self._memo = None
+        self._build = None
+
     def memo(self, key: str, compute: Callable[[Subject], Any]) -> Any:
         """`compute(self)`, computed once per subject: what several rules derive from one row
         (an index of its ids, a walk of its counts) is derived once."""
