@@ -18,14 +18,14 @@
 use crate::hash::{HashMap, HashSet};
 use std::sync::OnceLock;
 
-use jsonschema::{Registry, Validator};
+use jsonschema::Validator;
 use serde_json::json;
 
 use crate::build::ledger::{self, Kind, Ledger, RefKey, CAPTURE, OBSERVATIONS, STATED};
 use crate::build::turns::{self, truthy};
 use crate::doc::schema::DocJson;
 use crate::doc::{self, Children, Json, Object, Value};
-use crate::families::schema::DOCUMENTS;
+use crate::families::schema;
 use crate::families::Row;
 
 /// Bits of `Judgement::unobserved`, in the order of `trajlint.health.checks.ROW_CHECKS`.
@@ -84,37 +84,18 @@ fn schemas() -> Option<&'static Schemas> {
 /// As `trajlint.contract.validate` makes them for jsonschema-rs: the document itself, and a
 /// reference to a part of one, resolved in a registry of every packaged document, offline.
 fn make_schemas() -> Option<Schemas> {
-    let mut documents = Vec::new();
-    let mut trajectory = None;
-    let mut observations = None;
-    let mut common = None;
-    for (name, text) in DOCUMENTS {
-        let document: serde_json::Value = serde_json::from_str(text).ok()?;
-        let uri = document.get("$id")?.as_str()?.to_owned();
-        match name {
-            "trajectory.schema.json" => trajectory = Some(document.clone()),
-            "agent-observations.schema.json" => observations = Some(document.clone()),
-            "common.schema.json" => common = Some(uri.clone()),
-            _ => {}
-        }
-        documents.push((uri, document));
-    }
-    let registry = Registry::new().extend(documents).ok()?.prepare().ok()?;
-    let build = |schema: &serde_json::Value| {
-        jsonschema::options_for::<DocJson>()
-            .with_registry(&registry)
-            .offline()
-            .build(schema)
-            .ok()
-    };
+    let packaged = schema::packaged()?;
+    let (_, trajectory) = packaged.document("trajectory.schema.json")?;
+    let (_, observations) = packaged.document("agent-observations.schema.json")?;
+    let (common, _) = packaged.document("common.schema.json")?;
     let gap = json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$ref": format!("{}#/$defs/ObservationGap", common?),
+        "$ref": format!("{common}#/$defs/ObservationGap"),
     });
     Some(Schemas {
-        trajectory: build(&trajectory?)?,
-        observations: build(&observations?)?,
-        gap: build(&gap)?,
+        trajectory: packaged.validator(trajectory)?,
+        observations: packaged.validator(observations)?,
+        gap: packaged.validator(&gap)?,
     })
 }
 

@@ -92,23 +92,9 @@ fn row_schema() -> Option<&'static RowSchema> {
 }
 
 fn build() -> Option<RowSchema> {
-    let mut documents = Vec::new();
-    let mut row = None;
-    let mut capture = None;
-    for (name, text) in DOCUMENTS {
-        let document: Value = serde_json::from_str(text).ok()?;
-        let uri = document.get("$id")?.as_str()?.to_owned();
-        if name == ROW {
-            row = Some((uri.clone(), document.clone()));
-        }
-        if name == CAPTURE_DOCUMENT {
-            capture = Some(document.clone());
-        }
-        documents.push((uri, document));
-    }
-    let (row_uri, row) = row?;
-    let properties = modelled_row(&row)?;
-    let registry = Registry::new().extend(documents).ok()?.prepare().ok()?;
+    let packaged = packaged()?;
+    let (row_uri, row) = packaged.document(ROW)?;
+    let properties = modelled_row(row)?;
     let mut validators = HashMap::default();
     for name in properties.keys() {
         // A reference into the row schema, as the Python rules make one for a part of a schema.
@@ -116,17 +102,72 @@ fn build() -> Option<RowSchema> {
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "$ref": format!("{row_uri}#/properties/{name}"),
         });
-        let validator = jsonschema::options_for::<DocJson>()
-            .with_registry(&registry)
-            .offline()
-            .build(&part)
-            .ok()?;
-        validators.insert(name.clone(), validator);
+        validators.insert(name.clone(), packaged.validator(&part)?);
     }
+    let capture = packaged
+        .document(CAPTURE_DOCUMENT)
+        .map(|(_, document)| document);
     Some(RowSchema {
         properties: validators,
-        sections_follow: capture.is_some_and(|capture| sections_follow(properties, &capture)),
+        sections_follow: capture.is_some_and(|capture| sections_follow(properties, capture)),
     })
+}
+
+/// The packaged documents, parsed, and the registry of every one under its `$id`, made once
+/// for the families that validate (this one and health): parsing the documents and preparing
+/// the registry is a third of what compiling the validators costs a process on its first row.
+pub(crate) struct Packaged {
+    /// (file name, `$id`, document) of each of `DOCUMENTS`.
+    documents: Vec<(&'static str, String, Value)>,
+    registry: Registry<'static>,
+}
+
+impl Packaged {
+    /// The `$id` and the document of the packaged file `name`.
+    pub(crate) fn document(&self, name: &str) -> Option<(&str, &Value)> {
+        self.documents
+            .iter()
+            .find(|(file, _, _)| *file == name)
+            .map(|(_, uri, document)| (uri.as_str(), document))
+    }
+
+    /// A validator of `schema`, as `trajlint.contract.validate` makes one for jsonschema-rs: its
+    /// references resolved in the registry, offline.
+    pub(crate) fn validator(&self, schema: &Value) -> Option<Validator<DocJson>> {
+        jsonschema::options_for::<DocJson>()
+            .with_registry(&self.registry)
+            .offline()
+            .build(schema)
+            .ok()
+    }
+}
+
+/// `Packaged`, or None when a document does not parse or register (nothing is then proved).
+pub(crate) fn packaged() -> Option<&'static Packaged> {
+    static PACKAGED: OnceLock<Option<Packaged>> = OnceLock::new();
+    PACKAGED
+        .get_or_init(|| {
+            let mut documents = Vec::with_capacity(DOCUMENTS.len());
+            for (name, text) in DOCUMENTS {
+                let document: Value = serde_json::from_str(text).ok()?;
+                let uri = document.get("$id")?.as_str()?.to_owned();
+                documents.push((name, uri, document));
+            }
+            let registry = Registry::new()
+                .extend(
+                    documents
+                        .iter()
+                        .map(|(_, uri, document)| (uri.clone(), document.clone())),
+                )
+                .ok()?
+                .prepare()
+                .ok()?;
+            Some(Packaged {
+                documents,
+                registry,
+            })
+        })
+        .as_ref()
 }
 
 const CAPTURE_DOCUMENT: &str = "model-call-capture.schema.json";
