@@ -115,23 +115,85 @@ pub fn scan_text(text: &str) -> u32 {
 /// `scan_text`, and in the same pass the line's document when the verdict is clean (0) and it
 /// nests fewer than `DOC_DEPTH` levels.
 pub fn scan_doc(text: &str) -> (u32, Option<Doc<'_>>) {
+    scan_doc_reusing(text, &mut Spare::default())
+}
+
+/// The vectors a scan fills, kept from one line to the next (`scan_doc_reusing`,
+/// `Spare::recycle`): a row otherwise grows its key, frame and decoded-text vectors from empty
+/// and allocates its nodes afresh, a dozen allocations and copies a row.
+#[derive(Default)]
+pub struct Spare {
+    keys: Vec<Key>,
+    arena: Vec<u8>,
+    frames: Vec<Frame>,
+    nodes: Vec<Node>,
+    decoded: Vec<u8>,
+}
+
+/// A spare vector larger than this many bytes is dropped rather than kept: one very long line
+/// must not hold its memory for the rest of the run. Rollout rows take a few tens of kilobytes.
+const SPARE_BYTES: usize = 1 << 20;
+
+impl Spare {
+    /// Takes back the vectors of a document `scan_doc_reusing` built.
+    pub fn recycle(&mut self, doc: Doc<'_>) {
+        self.nodes = doc.nodes;
+        self.decoded = doc.decoded.into_bytes();
+    }
+
+    /// The spare without any vector over `SPARE_BYTES`.
+    pub fn trimmed(mut self) -> Spare {
+        fn trim<T>(vector: &mut Vec<T>) {
+            if vector.capacity() * std::mem::size_of::<T>() > SPARE_BYTES {
+                *vector = Vec::new();
+            }
+        }
+        trim(&mut self.keys);
+        trim(&mut self.arena);
+        trim(&mut self.frames);
+        trim(&mut self.nodes);
+        trim(&mut self.decoded);
+        self
+    }
+}
+
+/// `scan_doc`, filling the vectors of `spare` (whatever they hold is cleared first). The
+/// document takes the node and decoded-text vectors: `Spare::recycle` gives them back.
+pub fn scan_doc_reusing<'t>(text: &'t str, spare: &mut Spare) -> (u32, Option<Doc<'t>>) {
     // A node holds offsets as 32-bit numbers, and a string's length one bit less.
-    // Room for the nodes of a typical row at once (rollout rows average ~28 bytes a value):
-    // growing the vector by doubling copied it and faulted in fresh pages, row after row.
-    let building = (text.len() < DECODED as usize).then(|| Building {
-        nodes: Vec::with_capacity(text.len() / 16 + 8),
-        ..Building::default()
+    let building = (text.len() < DECODED as usize).then(|| {
+        let mut nodes = std::mem::take(&mut spare.nodes);
+        nodes.clear();
+        // Room for the nodes of a typical row at once (rollout rows average ~28 bytes a
+        // value): growing the vector by doubling copied it and faulted in fresh pages.
+        nodes.reserve(text.len() / 16 + 8);
+        let mut decoded = std::mem::take(&mut spare.decoded);
+        decoded.clear();
+        Building {
+            nodes,
+            decoded,
+            ..Building::default()
+        }
     });
     let mut scanner = Scanner::new(text, building);
-    if scanner.document().is_err() {
-        return (INVALID, None);
-    }
+    std::mem::swap(&mut scanner.keys, &mut spare.keys);
+    std::mem::swap(&mut scanner.arena, &mut spare.arena);
+    std::mem::swap(&mut scanner.frames, &mut spare.frames);
+    scanner.keys.clear();
+    scanner.arena.clear();
+    scanner.frames.clear();
+    let scanned = scanner.document();
+    spare.keys = std::mem::take(&mut scanner.keys);
+    spare.arena = std::mem::take(&mut scanner.arena);
+    spare.frames = std::mem::take(&mut scanner.frames);
     let flags = scanner.flags;
     let Some(building) = scanner.doc.take() else {
-        return (flags, None);
+        return (if scanned.is_err() { INVALID } else { flags }, None);
     };
-    if flags != 0 || building.too_deep {
-        return (flags, None);
+    if scanned.is_err() || flags != 0 || building.too_deep {
+        spare.nodes = building.nodes;
+        spare.decoded = building.decoded;
+        return (if scanned.is_err() { INVALID } else { flags }, None);
     }
     let doc = String::from_utf8(building.decoded).ok().map(|decoded| Doc {
         text,
