@@ -264,6 +264,7 @@ impl<'a> Scanner<'a> {
             payload,
             start: start as u32,
             end,
+            after: index + 1,
         });
         index
     }
@@ -287,6 +288,7 @@ impl<'a> Scanner<'a> {
             if let Some(node) = doc.nodes.get_mut(node as usize) {
                 node.payload |= end << 32;
                 node.end = at;
+                node.after = end as u32;
             }
         }
     }
