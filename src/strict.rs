@@ -51,6 +51,21 @@ fn signature(bytes: &[u8]) -> u64 {
     head | (bytes.len().min(255) as u64) << 56
 }
 
+/// `signature` of `line[start..end]`, read as one word when the line holds eight bytes from
+/// `start` (a short key is followed by at least its closing quote and a colon): most keys are
+/// shorter than eight bytes, which `signature` reads one byte at a time.
+#[inline]
+fn line_signature(line: &[u8], start: usize, end: usize) -> u64 {
+    let len = end - start;
+    match line.get(start..).and_then(<[u8]>::first_chunk::<8>) {
+        Some(first) => {
+            let mask = (1u64 << (8 * len.min(7))) - 1;
+            u64::from_le_bytes(*first) & mask | (len.min(255) as u64) << 56
+        }
+        None => signature(&line[start..end]),
+    }
+}
+
 enum Frame {
     /// An object whose keys start at this index of `keys`, with the arena at this length; its
     /// node in the document, when one is built.
@@ -73,6 +88,8 @@ impl Frame {
 }
 
 struct Scanner<'a> {
+    /// The line, as text (numbers are read from it) and as bytes.
+    text: &'a str,
     line: &'a [u8],
     at: usize,
     flags: u32,
@@ -203,23 +220,22 @@ pub fn scan_doc_reusing<'t>(text: &'t str, spare: &mut Spare) -> (u32, Option<Do
     (flags, doc)
 }
 
-const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
-/// The high bit of each byte of `word` that is zero, and of no other byte (no carry crosses a
-/// byte: the low seven bits plus 0x7f stay below 0x100).
-#[inline]
-fn zero_bytes(word: u64) -> u64 {
-    !(((word & LOW7) + LOW7) | word | LOW7)
-}
-
-/// The high bit of each byte of `word` (little-endian) that is a quote, a backslash or a
-/// control character (below 0x20), exactly.
+/// The high bit of the first byte of `word` (little-endian) that is a quote, a backslash or a
+/// control character (below 0x20); none when no byte is. Bits above the first may be set too (a
+/// borrow runs on from a matching byte into the next), never below it: the scan only asks where
+/// the first is. Each test is the classic `(x - 0x01..) & !x` (`x - 0x20..` for control
+/// characters), whose lowest set bit is exact; a third fewer operations than testing each byte
+/// exactly.
 #[inline]
 fn special_bytes(word: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
-    let control = !(((word & LOW7) + ONES * 0x60) | word) & HIGHS;
-    control | zero_bytes(word ^ (ONES * b'"' as u64)) | zero_bytes(word ^ (ONES * b'\\' as u64))
+    let quote = word ^ (ONES * b'"' as u64);
+    let backslash = word ^ (ONES * b'\\' as u64);
+    let control = word.wrapping_sub(ONES * 0x20) & !word;
+    (quote.wrapping_sub(ONES) & !quote | backslash.wrapping_sub(ONES) & !backslash | control)
+        & HIGHS
 }
 
 fn hex_value(digits: &[u8]) -> Option<u32> {
@@ -233,6 +249,7 @@ fn hex_value(digits: &[u8]) -> Option<u32> {
 impl<'a> Scanner<'a> {
     fn new(text: &'a str, doc: Option<Building>) -> Self {
         Scanner {
+            text,
             line: text.as_bytes(),
             at: 0,
             flags: 0,
@@ -443,7 +460,7 @@ impl<'a> Scanner<'a> {
                 start,
                 end,
                 decoded: false,
-                signature: signature(&self.line[start..end]),
+                signature: line_signature(self.line, start, end),
             }
         };
         self.keys.push(key);
@@ -602,65 +619,83 @@ impl<'a> Scanner<'a> {
     /// a negative one as an i64, and `-0`, an integer beyond 64 bits and any number with a
     /// fraction or an exponent as the nearest double.
     fn number_value(&self, start: usize, negative: bool, real: bool) -> Result<(Tag, u64), ()> {
-        let text = std::str::from_utf8(&self.line[start..self.at]).map_err(|_| ())?;
         if !real {
-            if negative {
-                if let Ok(value) = text.parse::<i64>() {
-                    if value != 0 {
-                        return Ok((Tag::NegInt, value as u64));
-                    }
+            // Up to 19 digits always fit in a u64: summed digit by digit, without parsing text.
+            let digits = self
+                .line
+                .get(start + usize::from(negative)..self.at)
+                .ok_or(())?;
+            if digits.len() <= 19 {
+                let magnitude = digits
+                    .iter()
+                    .fold(0u64, |n, &digit| n * 10 + u64::from(digit - b'0'));
+                if !negative {
+                    return Ok((Tag::PosInt, magnitude));
                 }
-            } else if let Ok(value) = text.parse::<u64>() {
+                // An i64 from -1 to its minimum, -2^63 (`-0` is a float, below); as its bits.
+                if magnitude != 0 && magnitude <= 1 << 63 {
+                    return Ok((Tag::NegInt, magnitude.wrapping_neg()));
+                }
+            } else if negative {
+                if let Ok(value) = self.number_text(start)?.parse::<i64>() {
+                    return Ok((Tag::NegInt, value as u64));
+                }
+            } else if let Ok(value) = self.number_text(start)?.parse::<u64>() {
                 return Ok((Tag::PosInt, value));
             }
         }
-        let value = text.parse::<f64>().map_err(|_| ())?;
+        let value = self.number_text(start)?.parse::<f64>().map_err(|_| ())?;
         Ok((Tag::Float, value.to_bits()))
+    }
+
+    /// The text of the number from `start` to here.
+    fn number_text(&self, start: usize) -> Result<&'a str, ()> {
+        self.text.get(start..self.at).ok_or(())
     }
 
     /// Whether the number from `start` to here is infinite as a (correctly rounded) double.
     fn infinite(&self, start: usize) -> bool {
-        match std::str::from_utf8(&self.line[start..self.at]) {
+        match self.number_text(start) {
             Ok(text) => text
                 .parse::<f64>()
                 .map_or(true, |value| value.is_infinite()),
-            Err(_) => true,
+            Err(()) => true,
         }
     }
 
     /// A string from its opening quote: where its bytes are (between the quotes), and whether
     /// it holds an escape.
     fn string(&mut self) -> Result<(usize, usize, bool), ()> {
-        self.at += 1;
-        let start = self.at;
         let line = self.line;
+        let start = self.at + 1;
+        let mut at = start;
         let mut escaped = false;
         loop {
             // Eight bytes at a time up to the next quote, backslash or control character.
-            while let Some(chunk) = line.get(self.at..self.at + 8) {
-                let word = u64::from_le_bytes([
-                    chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7],
-                ]);
-                let special = special_bytes(word);
+            let (words, _) = line.get(at..).unwrap_or_default().as_chunks::<8>();
+            let mut skipped = words.len() * 8;
+            for (i, word) in words.iter().enumerate() {
+                let special = special_bytes(u64::from_le_bytes(*word));
                 if special != 0 {
-                    self.at += (special.trailing_zeros() / 8) as usize;
+                    skipped = i * 8 + (special.trailing_zeros() / 8) as usize;
                     break;
                 }
-                self.at += 8;
             }
-            match self.peek().ok_or(())? {
+            at += skipped;
+            match line.get(at).copied().ok_or(())? {
                 b'"' => break,
                 b'\\' => {
                     escaped = true;
+                    self.at = at;
                     self.escape()?;
+                    at = self.at;
                 }
                 0x00..=0x1f => return Err(()),
-                _ => self.at += 1,
+                _ => at += 1,
             }
         }
-        let end = self.at;
-        self.at += 1;
-        Ok((start, end, escaped))
+        self.at = at + 1;
+        Ok((start, at, escaped))
     }
 
     /// One escape sequence from its backslash; a high surrogate must be followed by a low one.
@@ -814,6 +849,76 @@ mod tests {
         }
         assert_eq!(scan(b"\"abcdefgh\tij\""), INVALID);
         assert_eq!(scan(b"\"abcdefghijklmnop\\\"q\""), 0);
+    }
+
+    /// Over words of mixed bytes (several specials, bytes just around each class's bounds),
+    /// the lowest bit `special_bytes` sets is the first special byte's, and none is set when no
+    /// byte is special.
+    #[test]
+    fn special_bytes_find_the_first() {
+        const BYTES: [u8; 12] = [
+            b'"', b'\\', 0x00, 0x01, 0x1f, 0x20, 0x21, 0x23, 0x5b, 0x5d, 0x80, 0xff,
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..200_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let bytes: [u8; 8] =
+                std::array::from_fn(|i| BYTES[(state >> (5 * i)) as usize % BYTES.len()]);
+            let first = bytes
+                .iter()
+                .position(|&byte| byte == b'"' || byte == b'\\' || byte < 0x20);
+            let found = special_bytes(u64::from_le_bytes(bytes));
+            let position = (found != 0).then(|| found.trailing_zeros() as usize / 8);
+            assert_eq!(position, first, "{bytes:?}");
+        }
+    }
+
+    #[test]
+    fn line_signature_is_signature() {
+        let line = br#"{"a":1,"abcdefg":2,"abcdefgh":3,"":4,"abcdefghijklmnop":5,"x"#;
+        for start in 0..line.len() {
+            for end in start..=line.len() {
+                assert_eq!(
+                    line_signature(line, start, end),
+                    signature(&line[start..end]),
+                    "{start}..{end}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn integers_read_as_serde_json_reads_them() {
+        for text in [
+            "0",
+            "-0",
+            "7",
+            "-7",
+            "9999999999999999999",
+            "-999999999999999999",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "9223372036854775808",
+            "18446744073709551615",
+            "10000000000000000000",
+            "-1000000000000000000",
+        ] {
+            // An integer beyond 64 bits is OVERSIZED: no document.
+            let (flags, doc) = scan_doc(text);
+            let Some(doc) = doc else {
+                assert_eq!(flags, OVERSIZED, "{text}");
+                continue;
+            };
+            let expected: serde_json::Value = serde_json::from_str(text).expect("JSON");
+            assert_eq!(
+                doc.root().to_serde().to_string(),
+                expected.to_string(),
+                "{text}"
+            );
+            assert_eq!(doc.root().to_serde(), expected, "{text}");
+        }
     }
 
     #[test]
