@@ -769,10 +769,7 @@ fn decode(line: &[u8], start: usize, end: usize, out: &mut Vec<u8>) -> Step {
         let byte = line[at];
         if byte != b'\\' {
             // Up to the next escape at once.
-            let next = line[at..end]
-                .iter()
-                .position(|&b| b == b'\\')
-                .map_or(end, |offset| at + offset);
+            let next = backslash(&line[at..end]).map_or(end, |offset| at + offset);
             out.extend_from_slice(&line[at..next]);
             at = next;
             continue;
@@ -806,6 +803,22 @@ fn decode(line: &[u8], start: usize, end: usize, out: &mut Vec<u8>) -> Step {
         out.extend_from_slice(character.encode_utf8(&mut buffer).as_bytes());
     }
     Ok(())
+}
+
+/// Where the first backslash of `bytes` is: eight bytes at a time, as `special_bytes` (a
+/// decoded string's text between escapes is often long).
+fn backslash(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let (words, rest) = bytes.as_chunks::<8>();
+    for (i, word) in words.iter().enumerate() {
+        let x = u64::from_le_bytes(*word) ^ (ONES * b'\\' as u64);
+        let found = x.wrapping_sub(ONES) & !x & HIGHS;
+        if found != 0 {
+            return Some(i * 8 + (found.trailing_zeros() / 8) as usize);
+        }
+    }
+    let tail = rest.iter().position(|&b| b == b'\\')?;
+    Some(words.len() * 8 + tail)
 }
 
 /// Whether the integer written with these digits (and sign) is an i64 or a u64.
@@ -884,6 +897,22 @@ mod tests {
             let found = special_bytes(u64::from_le_bytes(bytes));
             let position = (found != 0).then(|| found.trailing_zeros() as usize / 8);
             assert_eq!(position, first, "{bytes:?}");
+        }
+    }
+
+    #[test]
+    fn backslash_is_the_first() {
+        // None, or a first backslash at each position (another at the end), across words.
+        for n in 0..40 {
+            for at in 0..=n {
+                let mut bytes = vec![b'a'; n];
+                if at < n {
+                    bytes[at] = b'\\';
+                    bytes[n - 1] = b'\\';
+                }
+                let expected = bytes.iter().position(|&b| b == b'\\');
+                assert_eq!(backslash(&bytes), expected, "{n} bytes, {at}");
+            }
         }
     }
 
