@@ -5,6 +5,8 @@
 //! nothing and the Python path (the reference) checks the row and explains what it finds. A
 //! family that is unsure answers "not proved": that costs speed, never correctness.
 
+use std::cell::Cell;
+
 use crate::doc::{Json, Object, Value};
 use crate::families::{self, Row};
 use crate::strict;
@@ -44,10 +46,22 @@ pub fn with_row<T>(line: &[u8], f: impl FnOnce(&Row<'_>) -> T) -> Option<T> {
         return None;
     }
     let text = std::str::from_utf8(line).ok()?;
-    let (_, doc) = strict::scan_doc(text);
-    let doc = doc?;
-    let object = doc.root().as_object()?;
-    Some(f(&Row::new(text, object)))
+    // The scan's vectors are this thread's, from row to row; taken out of the cell while in use,
+    // so a nested call (there is none) would only start from empty vectors.
+    let mut spare = SPARE.take();
+    let (_, doc) = strict::scan_doc_reusing(text, &mut spare);
+    let result = doc
+        .as_ref()
+        .and_then(|doc| Some(f(&Row::new(text, doc.root().as_object()?))));
+    if let Some(doc) = doc {
+        spare.recycle(doc);
+    }
+    SPARE.set(spare.trimmed());
+    result
+}
+
+thread_local! {
+    static SPARE: Cell<strict::Spare> = Cell::new(strict::Spare::default());
 }
 
 /// The evidence the row holds: a section present and not null, and model calls to judge.

@@ -51,6 +51,21 @@ fn signature(bytes: &[u8]) -> u64 {
     head | (bytes.len().min(255) as u64) << 56
 }
 
+/// `signature` of `line[start..end]`, read as one word when the line holds eight bytes from
+/// `start` (a short key is followed by at least its closing quote and a colon): most keys are
+/// shorter than eight bytes, which `signature` reads one byte at a time.
+#[inline]
+fn line_signature(line: &[u8], start: usize, end: usize) -> u64 {
+    let len = end - start;
+    match line.get(start..).and_then(<[u8]>::first_chunk::<8>) {
+        Some(first) => {
+            let mask = (1u64 << (8 * len.min(7))) - 1;
+            u64::from_le_bytes(*first) & mask | (len.min(255) as u64) << 56
+        }
+        None => signature(&line[start..end]),
+    }
+}
+
 enum Frame {
     /// An object whose keys start at this index of `keys`, with the arena at this length; its
     /// node in the document, when one is built.
@@ -73,6 +88,8 @@ impl Frame {
 }
 
 struct Scanner<'a> {
+    /// The line, as text (numbers are read from it) and as bytes.
+    text: &'a str,
     line: &'a [u8],
     at: usize,
     flags: u32,
@@ -115,23 +132,85 @@ pub fn scan_text(text: &str) -> u32 {
 /// `scan_text`, and in the same pass the line's document when the verdict is clean (0) and it
 /// nests fewer than `DOC_DEPTH` levels.
 pub fn scan_doc(text: &str) -> (u32, Option<Doc<'_>>) {
+    scan_doc_reusing(text, &mut Spare::default())
+}
+
+/// The vectors a scan fills, kept from one line to the next (`scan_doc_reusing`,
+/// `Spare::recycle`): a row otherwise grows its key, frame and decoded-text vectors from empty
+/// and allocates its nodes afresh, a dozen allocations and copies a row.
+#[derive(Default)]
+pub struct Spare {
+    keys: Vec<Key>,
+    arena: Vec<u8>,
+    frames: Vec<Frame>,
+    nodes: Vec<Node>,
+    decoded: Vec<u8>,
+}
+
+/// A spare vector larger than this many bytes is dropped rather than kept: one very long line
+/// must not hold its memory for the rest of the run. Rollout rows take a few tens of kilobytes.
+const SPARE_BYTES: usize = 1 << 20;
+
+impl Spare {
+    /// Takes back the vectors of a document `scan_doc_reusing` built.
+    pub fn recycle(&mut self, doc: Doc<'_>) {
+        self.nodes = doc.nodes;
+        self.decoded = doc.decoded.into_bytes();
+    }
+
+    /// The spare without any vector over `SPARE_BYTES`.
+    pub fn trimmed(mut self) -> Spare {
+        fn trim<T>(vector: &mut Vec<T>) {
+            if vector.capacity() * std::mem::size_of::<T>() > SPARE_BYTES {
+                *vector = Vec::new();
+            }
+        }
+        trim(&mut self.keys);
+        trim(&mut self.arena);
+        trim(&mut self.frames);
+        trim(&mut self.nodes);
+        trim(&mut self.decoded);
+        self
+    }
+}
+
+/// `scan_doc`, filling the vectors of `spare` (whatever they hold is cleared first). The
+/// document takes the node and decoded-text vectors: `Spare::recycle` gives them back.
+pub fn scan_doc_reusing<'t>(text: &'t str, spare: &mut Spare) -> (u32, Option<Doc<'t>>) {
     // A node holds offsets as 32-bit numbers, and a string's length one bit less.
-    // Room for the nodes of a typical row at once (rollout rows average ~28 bytes a value):
-    // growing the vector by doubling copied it and faulted in fresh pages, row after row.
-    let building = (text.len() < DECODED as usize).then(|| Building {
-        nodes: Vec::with_capacity(text.len() / 16 + 8),
-        ..Building::default()
+    let building = (text.len() < DECODED as usize).then(|| {
+        let mut nodes = std::mem::take(&mut spare.nodes);
+        nodes.clear();
+        // Room for the nodes of a typical row at once (rollout rows average ~28 bytes a
+        // value): growing the vector by doubling copied it and faulted in fresh pages.
+        nodes.reserve(text.len() / 16 + 8);
+        let mut decoded = std::mem::take(&mut spare.decoded);
+        decoded.clear();
+        Building {
+            nodes,
+            decoded,
+            ..Building::default()
+        }
     });
     let mut scanner = Scanner::new(text, building);
-    if scanner.document().is_err() {
-        return (INVALID, None);
-    }
+    std::mem::swap(&mut scanner.keys, &mut spare.keys);
+    std::mem::swap(&mut scanner.arena, &mut spare.arena);
+    std::mem::swap(&mut scanner.frames, &mut spare.frames);
+    scanner.keys.clear();
+    scanner.arena.clear();
+    scanner.frames.clear();
+    let scanned = scanner.document();
+    spare.keys = std::mem::take(&mut scanner.keys);
+    spare.arena = std::mem::take(&mut scanner.arena);
+    spare.frames = std::mem::take(&mut scanner.frames);
     let flags = scanner.flags;
     let Some(building) = scanner.doc.take() else {
-        return (flags, None);
+        return (if scanned.is_err() { INVALID } else { flags }, None);
     };
-    if flags != 0 || building.too_deep {
-        return (flags, None);
+    if scanned.is_err() || flags != 0 || building.too_deep {
+        spare.nodes = building.nodes;
+        spare.decoded = building.decoded;
+        return (if scanned.is_err() { INVALID } else { flags }, None);
     }
     let doc = String::from_utf8(building.decoded).ok().map(|decoded| Doc {
         text,
@@ -141,23 +220,22 @@ pub fn scan_doc(text: &str) -> (u32, Option<Doc<'_>>) {
     (flags, doc)
 }
 
-const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
-/// The high bit of each byte of `word` that is zero, and of no other byte (no carry crosses a
-/// byte: the low seven bits plus 0x7f stay below 0x100).
-#[inline]
-fn zero_bytes(word: u64) -> u64 {
-    !(((word & LOW7) + LOW7) | word | LOW7)
-}
-
-/// The high bit of each byte of `word` (little-endian) that is a quote, a backslash or a
-/// control character (below 0x20), exactly.
+/// The high bit of the first byte of `word` (little-endian) that is a quote, a backslash or a
+/// control character (below 0x20); none when no byte is. Bits above the first may be set too (a
+/// borrow runs on from a matching byte into the next), never below it: the scan only asks where
+/// the first is. Each test is the classic `(x - 0x01..) & !x` (`x - 0x20..` for control
+/// characters), whose lowest set bit is exact; a third fewer operations than testing each byte
+/// exactly.
 #[inline]
 fn special_bytes(word: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
-    let control = !(((word & LOW7) + ONES * 0x60) | word) & HIGHS;
-    control | zero_bytes(word ^ (ONES * b'"' as u64)) | zero_bytes(word ^ (ONES * b'\\' as u64))
+    let quote = word ^ (ONES * b'"' as u64);
+    let backslash = word ^ (ONES * b'\\' as u64);
+    let control = word.wrapping_sub(ONES * 0x20) & !word;
+    (quote.wrapping_sub(ONES) & !quote | backslash.wrapping_sub(ONES) & !backslash | control)
+        & HIGHS
 }
 
 fn hex_value(digits: &[u8]) -> Option<u32> {
@@ -171,6 +249,7 @@ fn hex_value(digits: &[u8]) -> Option<u32> {
 impl<'a> Scanner<'a> {
     fn new(text: &'a str, doc: Option<Building>) -> Self {
         Scanner {
+            text,
             line: text.as_bytes(),
             at: 0,
             flags: 0,
@@ -202,6 +281,7 @@ impl<'a> Scanner<'a> {
             payload,
             start: start as u32,
             end,
+            after: index + 1,
         });
         index
     }
@@ -225,6 +305,7 @@ impl<'a> Scanner<'a> {
             if let Some(node) = doc.nodes.get_mut(node as usize) {
                 node.payload |= end << 32;
                 node.end = at;
+                node.after = end as u32;
             }
         }
     }
@@ -366,7 +447,9 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// `"key" :` of an object member (whitespace before it already skipped).
+    /// `"key" :` of an object member (whitespace before it already skipped). Inlined for the
+    /// same reason as `string`.
+    #[inline(always)]
     fn member_key(&mut self) -> Step {
         if self.peek() != Some(b'"') {
             return Err(());
@@ -379,7 +462,7 @@ impl<'a> Scanner<'a> {
                 start,
                 end,
                 decoded: false,
-                signature: signature(&self.line[start..end]),
+                signature: line_signature(self.line, start, end),
             }
         };
         self.keys.push(key);
@@ -431,6 +514,14 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// Whether two keys of the same signature are the same key. Not inlined: keys' signatures
+    /// seldom agree, and inlined, the bytes of each key were sliced before its comparisons
+    /// whether any signature agreed or not.
+    #[inline(never)]
+    fn same_key(&self, a: Key, b: Key) -> bool {
+        self.key_bytes(a) == self.key_bytes(b)
+    }
+
     /// Whether the keys from index `first` on hold one twice.
     fn repeats(&self, first: usize) -> bool {
         let keys = &self.keys[first..];
@@ -438,7 +529,7 @@ impl<'a> Scanner<'a> {
             for (i, &a) in keys.iter().enumerate() {
                 if keys[i + 1..]
                     .iter()
-                    .any(|&b| b.signature == a.signature && self.key_bytes(b) == self.key_bytes(a))
+                    .any(|&b| b.signature == a.signature && self.same_key(a, b))
                 {
                     return true;
                 }
@@ -538,65 +629,85 @@ impl<'a> Scanner<'a> {
     /// a negative one as an i64, and `-0`, an integer beyond 64 bits and any number with a
     /// fraction or an exponent as the nearest double.
     fn number_value(&self, start: usize, negative: bool, real: bool) -> Result<(Tag, u64), ()> {
-        let text = std::str::from_utf8(&self.line[start..self.at]).map_err(|_| ())?;
         if !real {
-            if negative {
-                if let Ok(value) = text.parse::<i64>() {
-                    if value != 0 {
-                        return Ok((Tag::NegInt, value as u64));
-                    }
+            // Up to 19 digits always fit in a u64: summed digit by digit, without parsing text.
+            let digits = self
+                .line
+                .get(start + usize::from(negative)..self.at)
+                .ok_or(())?;
+            if digits.len() <= 19 {
+                let magnitude = digits
+                    .iter()
+                    .fold(0u64, |n, &digit| n * 10 + u64::from(digit - b'0'));
+                if !negative {
+                    return Ok((Tag::PosInt, magnitude));
                 }
-            } else if let Ok(value) = text.parse::<u64>() {
+                // An i64 from -1 to its minimum, -2^63 (`-0` is a float, below); as its bits.
+                if magnitude != 0 && magnitude <= 1 << 63 {
+                    return Ok((Tag::NegInt, magnitude.wrapping_neg()));
+                }
+            } else if negative {
+                if let Ok(value) = self.number_text(start)?.parse::<i64>() {
+                    return Ok((Tag::NegInt, value as u64));
+                }
+            } else if let Ok(value) = self.number_text(start)?.parse::<u64>() {
                 return Ok((Tag::PosInt, value));
             }
         }
-        let value = text.parse::<f64>().map_err(|_| ())?;
+        let value = self.number_text(start)?.parse::<f64>().map_err(|_| ())?;
         Ok((Tag::Float, value.to_bits()))
+    }
+
+    /// The text of the number from `start` to here.
+    fn number_text(&self, start: usize) -> Result<&'a str, ()> {
+        self.text.get(start..self.at).ok_or(())
     }
 
     /// Whether the number from `start` to here is infinite as a (correctly rounded) double.
     fn infinite(&self, start: usize) -> bool {
-        match std::str::from_utf8(&self.line[start..self.at]) {
+        match self.number_text(start) {
             Ok(text) => text
                 .parse::<f64>()
                 .map_or(true, |value| value.is_infinite()),
-            Err(_) => true,
+            Err(()) => true,
         }
     }
 
     /// A string from its opening quote: where its bytes are (between the quotes), and whether
-    /// it holds an escape.
+    /// it holds an escape. Inlined into its two callers: most strings are a word or two, and a
+    /// call's saving and restoring of registers cost as much as scanning them.
+    #[inline(always)]
     fn string(&mut self) -> Result<(usize, usize, bool), ()> {
-        self.at += 1;
-        let start = self.at;
         let line = self.line;
+        let start = self.at + 1;
+        let mut at = start;
         let mut escaped = false;
         loop {
             // Eight bytes at a time up to the next quote, backslash or control character.
-            while let Some(chunk) = line.get(self.at..self.at + 8) {
-                let word = u64::from_le_bytes([
-                    chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7],
-                ]);
-                let special = special_bytes(word);
+            let (words, _) = line.get(at..).unwrap_or_default().as_chunks::<8>();
+            let mut skipped = words.len() * 8;
+            for (i, word) in words.iter().enumerate() {
+                let special = special_bytes(u64::from_le_bytes(*word));
                 if special != 0 {
-                    self.at += (special.trailing_zeros() / 8) as usize;
+                    skipped = i * 8 + (special.trailing_zeros() / 8) as usize;
                     break;
                 }
-                self.at += 8;
             }
-            match self.peek().ok_or(())? {
+            at += skipped;
+            match line.get(at).copied().ok_or(())? {
                 b'"' => break,
                 b'\\' => {
                     escaped = true;
+                    self.at = at;
                     self.escape()?;
+                    at = self.at;
                 }
                 0x00..=0x1f => return Err(()),
-                _ => self.at += 1,
+                _ => at += 1,
             }
         }
-        let end = self.at;
-        self.at += 1;
-        Ok((start, end, escaped))
+        self.at = at + 1;
+        Ok((start, at, escaped))
     }
 
     /// One escape sequence from its backslash; a high surrogate must be followed by a low one.
@@ -658,10 +769,7 @@ fn decode(line: &[u8], start: usize, end: usize, out: &mut Vec<u8>) -> Step {
         let byte = line[at];
         if byte != b'\\' {
             // Up to the next escape at once.
-            let next = line[at..end]
-                .iter()
-                .position(|&b| b == b'\\')
-                .map_or(end, |offset| at + offset);
+            let next = backslash(&line[at..end]).map_or(end, |offset| at + offset);
             out.extend_from_slice(&line[at..next]);
             at = next;
             continue;
@@ -695,6 +803,22 @@ fn decode(line: &[u8], start: usize, end: usize, out: &mut Vec<u8>) -> Step {
         out.extend_from_slice(character.encode_utf8(&mut buffer).as_bytes());
     }
     Ok(())
+}
+
+/// Where the first backslash of `bytes` is: eight bytes at a time, as `special_bytes` (a
+/// decoded string's text between escapes is often long).
+fn backslash(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let (words, rest) = bytes.as_chunks::<8>();
+    for (i, word) in words.iter().enumerate() {
+        let x = u64::from_le_bytes(*word) ^ (ONES * b'\\' as u64);
+        let found = x.wrapping_sub(ONES) & !x & HIGHS;
+        if found != 0 {
+            return Some(i * 8 + (found.trailing_zeros() / 8) as usize);
+        }
+    }
+    let tail = rest.iter().position(|&b| b == b'\\')?;
+    Some(words.len() * 8 + tail)
 }
 
 /// Whether the integer written with these digits (and sign) is an i64 or a u64.
@@ -750,6 +874,92 @@ mod tests {
         }
         assert_eq!(scan(b"\"abcdefgh\tij\""), INVALID);
         assert_eq!(scan(b"\"abcdefghijklmnop\\\"q\""), 0);
+    }
+
+    /// Over words of mixed bytes (several specials, bytes just around each class's bounds),
+    /// the lowest bit `special_bytes` sets is the first special byte's, and none is set when no
+    /// byte is special.
+    #[test]
+    fn special_bytes_find_the_first() {
+        const BYTES: [u8; 12] = [
+            b'"', b'\\', 0x00, 0x01, 0x1f, 0x20, 0x21, 0x23, 0x5b, 0x5d, 0x80, 0xff,
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..200_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let bytes: [u8; 8] =
+                std::array::from_fn(|i| BYTES[(state >> (5 * i)) as usize % BYTES.len()]);
+            let first = bytes
+                .iter()
+                .position(|&byte| byte == b'"' || byte == b'\\' || byte < 0x20);
+            let found = special_bytes(u64::from_le_bytes(bytes));
+            let position = (found != 0).then(|| found.trailing_zeros() as usize / 8);
+            assert_eq!(position, first, "{bytes:?}");
+        }
+    }
+
+    #[test]
+    fn backslash_is_the_first() {
+        // None, or a first backslash at each position (another at the end), across words.
+        for n in 0..40 {
+            for at in 0..=n {
+                let mut bytes = vec![b'a'; n];
+                if at < n {
+                    bytes[at] = b'\\';
+                    bytes[n - 1] = b'\\';
+                }
+                let expected = bytes.iter().position(|&b| b == b'\\');
+                assert_eq!(backslash(&bytes), expected, "{n} bytes, {at}");
+            }
+        }
+    }
+
+    #[test]
+    fn line_signature_is_signature() {
+        let line = br#"{"a":1,"abcdefg":2,"abcdefgh":3,"":4,"abcdefghijklmnop":5,"x"#;
+        for start in 0..line.len() {
+            for end in start..=line.len() {
+                assert_eq!(
+                    line_signature(line, start, end),
+                    signature(&line[start..end]),
+                    "{start}..{end}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn integers_read_as_serde_json_reads_them() {
+        for text in [
+            "0",
+            "-0",
+            "7",
+            "-7",
+            "9999999999999999999",
+            "-999999999999999999",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "9223372036854775808",
+            "18446744073709551615",
+            "10000000000000000000",
+            "-1000000000000000000",
+        ] {
+            // An integer beyond 64 bits is OVERSIZED: no document.
+            let (flags, doc) = scan_doc(text);
+            let Some(doc) = doc else {
+                assert_eq!(flags, OVERSIZED, "{text}");
+                continue;
+            };
+            let expected: serde_json::Value = serde_json::from_str(text).expect("JSON");
+            assert_eq!(
+                doc.root().to_serde().to_string(),
+                expected.to_string(),
+                "{text}"
+            );
+            assert_eq!(doc.root().to_serde(), expected, "{text}");
+        }
     }
 
     #[test]

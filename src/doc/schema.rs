@@ -47,6 +47,7 @@ impl Json for DocJson {
                 .bits(),
                 start: 0,
                 end: 0,
+                after: 1,
             }],
             decoded: string.to_owned(),
         };
