@@ -147,7 +147,7 @@ def test_the_quick_exit_keeps_the_status_the_output_and_the_exit_handlers(tmp_pa
     marker = tmp_path / "handler-ran"
     script = (
         "import atexit, sys\n"
-        "from trajlint.cli.exit import quick_exit\n"
+        "from trajlint.cli.entry import quick_exit\n"
         f"atexit.register(lambda: open({str(marker)!r}, 'w').close())\n"
         "sys.stdout.write('x' * 100000)\n"  # more than a pipe's buffer: flushed before the exit
         f"quick_exit({status!r})\n"
@@ -164,7 +164,7 @@ def test_the_quick_exit_keeps_the_status_the_output_and_the_exit_handlers(tmp_pa
 def test_the_quick_exit_waits_for_a_thread_the_interpreter_would_wait_for(tmp_path):
     script = (
         "import threading, time\n"
-        "from trajlint.cli.exit import quick_exit\n"
+        "from trajlint.cli.entry import quick_exit\n"
         "threading.Thread(target=lambda: (time.sleep(0.3), print('thread done', flush=True))).start()\n"
         "quick_exit(1)\n"
     )

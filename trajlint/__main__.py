@@ -1,4 +1,4 @@
-from trajlint.cli.exit import run
+from trajlint.cli.entry import run
 
 if __name__ == "__main__":
     run()
