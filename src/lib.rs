@@ -40,61 +40,108 @@ type Proof = (
 /// (stated position, capture position, model_call_id, response_id) of an unowned call.
 type UnownedTuple = (Option<usize>, Option<usize>, Option<String>, Option<String>);
 
+/// What `check_row` says of a line it reads as a row: proved clean (`Proof`), or, when asked
+/// for with `partial`, the families it is proved clean of although it is not proved clean of
+/// all of `wanted`. Health is never among them (the Python path judges such a row's health from
+/// its findings), and the ownership bit there proves TL201-TL208 only: TL209 reports what it
+/// finds on a row the ownership family is otherwise clean of, so the Python path runs it.
+#[derive(IntoPyObject)]
+enum Checked {
+    Proved(Proof),
+    Partly(u32),
+}
+
 /// A line proved clean of every family in `wanted`, with the parts of `row::EXTRACTS` that
 /// `extracts` asks for and, with `judge`, its health judgement (a line is then proved only when
 /// the core judges it, which proves it clean of the health family too). None when the core
 /// proves less, or cannot hand back the identity or a part exactly: the Python path then checks
-/// the line.
+/// the line. With `partial`, a row proved less is not None but the bits of the families it is
+/// proved clean of (see `Checked`), so that the Python path runs only the other families' rules.
 #[pyfunction]
-#[pyo3(signature = (line, wanted, extracts=0, judge=false))]
+#[pyo3(signature = (line, wanted, extracts=0, judge=false, partial=false))]
 fn check_row(
     py: Python<'_>,
     line: &[u8],
     wanted: u32,
     extracts: u32,
     judge: bool,
-) -> Option<Proof> {
+    partial: bool,
+) -> Option<Checked> {
     py.allow_threads(|| {
         row::with_row(line, |row| {
-            // The health family's proof is its judgement: made once, whether asked for or
-            // proved. The ownership family's is the list of calls TL209 reports. The others are
-            // asked one by one, and the first unproved ends the line.
-            let others = wanted & !(families::HEALTH | families::OWNERSHIP);
-            for (bit, proves) in families::ALL {
-                if others & bit != 0 && !proves(row) {
-                    return None;
-                }
+            let mut clean = 0;
+            let proof = prove(row, wanted, extracts, judge, partial.then_some(&mut clean));
+            match proof {
+                Some(proof) => Some(Checked::Proved(proof)),
+                None if partial => Some(Checked::Partly(clean)),
+                None => None,
             }
-            let unowned = if wanted & families::OWNERSHIP != 0 {
-                families::ownership::unowned(row)?
-            } else {
-                Vec::new()
-            };
-            let judgement = if judge || wanted & families::HEALTH != 0 {
-                Some(families::health::judge(row)?)
-            } else {
-                None
-            };
-            Some((
-                row::evidence(row.doc),
-                row::identity(row.doc),
-                row::extracted(row.doc, extracts),
-                judgement.filter(|_| judge).map(judgement_tuple),
-                unowned
-                    .into_iter()
-                    .map(|call| {
-                        (
-                            call.stated,
-                            call.capture,
-                            call.model_call_id.map(str::to_owned),
-                            call.response_id.map(str::to_owned),
-                        )
-                    })
-                    .collect(),
-            ))
         })
         .flatten()
     })
+}
+
+/// `check_row`'s proof of a row. With `clean`, a family that is not proved does not end the
+/// proof before every other family but health was asked: `clean` gets the bits of those
+/// proved (see `Checked`).
+fn prove(
+    row: &families::Row<'_>,
+    wanted: u32,
+    extracts: u32,
+    judge: bool,
+    mut clean: Option<&mut u32>,
+) -> Option<Proof> {
+    // The health family's proof is its judgement: made once, whether asked for or proved. The
+    // ownership family's is the list of calls TL209 reports. The others are asked one by one,
+    // and the first unproved ends the line, unless `clean` asks for all of them.
+    let others = wanted & !(families::HEALTH | families::OWNERSHIP);
+    let mut proved = true;
+    for (bit, proves) in families::ALL {
+        if others & bit == 0 {
+            continue;
+        }
+        if proves(row) {
+            if let Some(clean) = clean.as_deref_mut() {
+                *clean |= bit;
+            }
+        } else if clean.is_some() {
+            proved = false;
+        } else {
+            return None;
+        }
+    }
+    let unowned = if wanted & families::OWNERSHIP != 0 {
+        let unowned = families::ownership::unowned(row);
+        if let (Some(clean), Some(_)) = (clean.as_deref_mut(), &unowned) {
+            *clean |= families::OWNERSHIP;
+        }
+        unowned
+    } else {
+        Some(Vec::new())
+    };
+    let unowned = unowned.filter(|_| proved)?;
+    let judgement = if judge || wanted & families::HEALTH != 0 {
+        Some(families::health::judge(row)?)
+    } else {
+        None
+    };
+    Some((
+        row::evidence(row.doc),
+        row::identity(row.doc),
+        row::extracted(row.doc, extracts),
+        judgement.filter(|_| judge).map(judgement_tuple),
+        unowned
+            .into_iter()
+            .map(|call| {
+                (
+                    call.stated,
+                    call.capture,
+                    call.model_call_id.map(str::to_owned),
+                    call.response_id.map(str::to_owned),
+                )
+            })
+            .collect(),
+    ))
 }
 
 /// The families of `wanted` the line is proved clean of (0 for a line that is not a strict JSON
@@ -156,7 +203,7 @@ fn judgement_tuple(judgement: families::health::Judgement) -> (u32, DigestTuple)
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // What the Python side expects of this module; raised whenever a function changes.
-    m.add("API", 4)?;
+    m.add("API", 5)?;
     m.add("INVALID", strict::INVALID)?;
     m.add("REPEATED", strict::REPEATED)?;
     m.add("OVERSIZED", strict::OVERSIZED)?;

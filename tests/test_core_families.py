@@ -155,7 +155,69 @@ def test_a_wrong_proof_stops_a_checked_run(core, monkeypatch, tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(b'{"_ng_task_index": 0, "_ng_rollout_index": 0, "ng_model_call_capture": {"calls": 3}}\n')
     proof = (1, [("_ng_task_index", "0"), ("_ng_rollout_index", "0")], [], None, [])
-    monkeypatch.setattr(fast, "prover", lambda: (lambda raw, wanted, extracts, judges: proof, ALL_FAMILIES))
+    monkeypatch.setattr(fast, "prover", lambda: (lambda raw, wanted, extracts, judges, partial=False: proof, ALL_FAMILIES))
     monkeypatch.setattr(native, "mode", lambda: "check")
     with pytest.raises(api.SettingsError, match="the core proves the row clean, Python finds TL102"):
         api.check_paths([str(bad)], select=["TL0", "TL1"], isolated=True)
+
+
+# -- rows proved clean of some families only --------------------------------------------------
+
+#: TL301's failing example: a negative token count, on a row every other family proves clean.
+NEGATIVE_COUNT = (
+    b'{"_ng_task_index": 0, "_ng_rollout_index": 0, "task_id": "0", "ng_model_call_capture": {"rollout_id": "0-0",'
+    b' "metrics": {"tokens_in": -41, "tokens_out": 10, "tokens_total": 60, "latency_total_ms": 1500.0, "num_calls": 1},'
+    b' "calls": [{"model_call_id": "a1", "response_id": "resp_a1", "call_index": 0, "model_ref": {"type":'
+    b' "responses_api_models", "name": "policy"}, "dialect": "responses", "status_code": 200, "started_at": 1786032100.0,'
+    b' "completed_at": 1786032101.5, "tokens_in": -41, "tokens_out": 10, "tokens_total": 60, "latency_total_ms": 1500.0,'
+    b' "request": {"input": [{"role": "user", "content": "What is 6*7?"}]}, "response": {"id": "resp_a1", "status":'
+    b' "completed", "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text":'
+    b' "42"}]}]}}]}}'
+)
+
+
+def test_a_row_proved_in_part_names_the_families_it_is_clean_of(core):
+    partly = core.check_row(NEGATIVE_COUNT, core.PROVED, 0, True, True)
+    assert type(partly) is int
+    # The schema rejects a negative count too (the count rule owns it): not proved either.
+    assert partly == fast.STRUCTURE | fast.OWNERSHIP | fast.DRIFT
+    assert core.check_row(NEGATIVE_COUNT, core.PROVED, 0, True) is None  # not asked: nothing
+    assert core.check_row(b"[1, 2]", core.PROVED, 0, True, True) is None  # no row at all
+    assert fast.partly_proved(fast.SCHEMA | fast.OWNERSHIP | fast.HEALTH) == (
+        fast.FAMILIES[fast.SCHEMA] | fast.FAMILIES[fast.OWNERSHIP] - {"TL209"}
+    )
+
+
+def test_the_rules_of_families_proved_clean_do_not_run_on_the_row(core, monkeypatch, tmp_path):
+    from trajlint import api
+    from trajlint.check.rules import structure
+
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(NEGATIVE_COUNT + b"\n")
+    validated = []
+    real = structure._repeats
+    monkeypatch.setattr(structure, "_repeats", lambda *args: validated.append(args[1]) or real(*args))
+    reports = {}
+    for mode in ("off", "on"):
+        monkeypatch.setattr(native, "mode", lambda mode=mode: mode)
+        del validated[:]
+        report = api.check_paths([str(path)], isolated=True, show_availability=True)
+        reports[mode] = ([(f.code, f.line, f.pointer, f.message) for f in report.findings], report.summary, list(validated))
+    assert reports["on"][:2] == reports["off"][:2]
+    assert {code for code, *_ in reports["on"][0]} >= {"TL301"}
+    assert reports["off"][2] and not reports["on"][2]  # the ids were proved unique, not looked at
+
+
+def test_a_wrong_partial_proof_stops_a_checked_run(core, monkeypatch, tmp_path):
+    """Check mode runs every rule on a row proved clean in part and compares."""
+    from trajlint import api
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"_ng_task_index": 0, "_ng_rollout_index": 0, "ng_model_call_capture": {"calls": 3}}\n')
+    real = fast.prover()
+    monkeypatch.setattr(fast, "prover", lambda: (lambda raw, wanted, extracts, judges, partial=False: fast.SCHEMA, real[1]))
+    monkeypatch.setattr(native, "mode", lambda: "check")
+    with pytest.raises(api.SettingsError, match=r"the core proves the row clean of the families of TL102, Python finds them"):
+        api.check_paths([str(bad)], isolated=True)
+    monkeypatch.setattr(native, "mode", lambda: "on")  # the same lie, unchecked, hides the defect
+    assert "TL102" not in {f.code for f in api.check_paths([str(bad)], isolated=True).findings}

@@ -192,7 +192,7 @@ def test_reports_depend_neither_on_jobs_nor_on_the_core(corpus, monkeypatch, tmp
 
         def check(raw, *args):
             proof = check_row(raw, *args)
-            proved.append(proof is not None)
+            proved.append(proof is not None and type(proof) is not int)
             return proof
 
         return check, families

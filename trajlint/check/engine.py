@@ -177,6 +177,8 @@ class RowChecker:
         # rows of the unit took it (their coverage is counted at the end of the part).
         self._proved_plans: dict[tuple[str, frozenset[str], frozenset[str] | None], _ProvedPlan] = {}
         self._proved_uses: dict[_ProvedPlan, int] = {}
+        # Per (plan, families proved) of a row proved clean of some families only: its rules.
+        self._partly: dict[tuple[tuple[str, frozenset[str]], int], list[RuleSpec]] = {}
         self.unit = UnitResult("")
         self._start_rows()
 
@@ -207,7 +209,8 @@ class RowChecker:
         if wanted is None:
             return None
         extracts = fast.wanted_extracts(codes, judges)
-        return lambda raw: check_row(raw, wanted, extracts, judges)
+        # A row proved less comes back as the families it is proved clean of (`partial`).
+        return lambda raw: check_row(raw, wanted, extracts, judges, True)
 
     def _plan(self, key: tuple[str, frozenset[str]]) -> tuple[list[RuleSpec], list[RuleSpec], list[RuleSpec]]:
         """(rules to run, rules unobserved, rules to run on a proved row's reduced row) for a
@@ -310,6 +313,11 @@ class RowChecker:
         key = (kind, evidence)
         applicable, unobserved, _ = self._plan(key)
         self._uses[key] = self._uses.get(key, 0) + 1
+        partly = subject.clean_families
+        if partly and not self._checking_core:
+            # Rules of families the core proved the row clean of find nothing on it; they still
+            # count as evaluated (the plan's coverage), as on a row proved clean of every rule.
+            applicable = self._partly_plan(key, partly)
         findings = unit.findings
         first = len(findings)
         unobserved_now: list[str] = []
@@ -325,6 +333,8 @@ class RowChecker:
                 reduced_found.extend(found)
             else:
                 findings.extend(found)
+        if partly and self._checking_core:
+            self._compare_partly(subject, findings[first:], raised)
         if checking_proof:
             judged = subject.reduced.judgement
             if len(findings) > first or raised or set(unobserved_now) != set(self._judged_unobserved(key, judged)):
@@ -469,6 +479,24 @@ class RowChecker:
         if codes is None:
             codes = self._judged[memo_key] = tuple(spec.code for spec in self._plan(key)[0] if spec.code in judgement.unobserved)
         return codes
+
+    def _partly_plan(self, key: tuple[str, frozenset[str]], bits: int) -> list[RuleSpec]:
+        """The rules of a plan that run on a row the core proved clean of the families `bits`
+        (`fast.partly_proved`), memoized: a few combinations serve every such row."""
+        plan = self._partly.get((key, bits))
+        if plan is None:
+            proved = fast.partly_proved(bits)
+            plan = self._partly[key, bits] = [spec for spec in self._plan(key)[0] if spec.code not in proved]
+        return plan
+
+    def _compare_partly(self, subject: Subject, found: list[Finding], raised: dict[str, str]) -> None:
+        """The rules of the families the core proved a row clean of find nothing on it (and do
+        not raise), where the run checks the core and so ran them all."""
+        proved = fast.partly_proved(subject.clean_families)
+        wrong = {finding.code for finding in found if finding.code in proved}
+        wrong.update(spec.code for spec in self._row_rules if spec.name in raised and spec.code in proved)
+        if wrong:
+            raise fast.mismatched_partly(subject, wrong)
 
     def _compare_reduced(self, spec: RuleSpec, subject: Subject, found: list[Finding]) -> None:
         """A reduced rule finds the same on a proved row's reduced row as on the whole row: the

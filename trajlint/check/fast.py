@@ -123,6 +123,22 @@ def evidence(bits: int) -> frozenset[str]:
     return found
 
 
+def partly_proved(bits: int) -> frozenset[str]:
+    """The rules a row is proved clean of when the core proves it clean of the families `bits`
+    but not of every rule (`check_row`'s `partial` answer): never health's, which the Python
+    path judges from the row's findings, nor the reduced rules, which find what they find on
+    rows clean of the rest of their family."""
+    found = _PARTLY_SETS.get(bits)
+    if found is None:
+        found = _PARTLY_SETS[bits] = frozenset().union(
+            *(members - REDUCED for bit, members in FAMILIES.items() if bits & bit and bit != HEALTH)
+        )
+    return found
+
+
+_PARTLY_SETS: dict[int, frozenset[str]] = {}
+
+
 def wanted_extracts(codes: Iterable[str], judges: bool = False) -> int:
     """The parts of a proved row (bits of `check_row`'s `extracts`) the rules `codes` read, and
     with `judges` what the health report's verdict line reads (the stated rollout id)."""
@@ -235,6 +251,12 @@ def mismatched_findings(subject: Any, findings: list[Any], unobserved: list[str]
 
 def mismatched_judgement(subject: Any, judged: Any, observed: Any) -> native.CoreMismatch:
     return native.mismatch(subject.path, subject.line, f"the core judges the row's health as {judged}, Python as {observed}")
+
+
+def mismatched_partly(subject: Any, codes: Iterable[str]) -> native.CoreMismatch:
+    return native.mismatch(
+        subject.path, subject.line, f"the core proves the row clean of the families of {', '.join(sorted(codes))}, Python finds them"
+    )
 
 
 def mismatched_reduced(subject: Any, code: str) -> native.CoreMismatch:

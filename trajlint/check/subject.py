@@ -52,6 +52,9 @@ class Subject:
     unowned: Any = None
     #: A proved row that carries no gap (`fast.gapless`): observation-gap has nothing to find.
     gapless: bool = False
+    #: A row the core did not prove clean of every rule: the bits of the families it did prove
+    #: it clean of (`fast.partly_proved`), whose rules need not run on it; 0 for none.
+    clean_families: int = 0
 
     @property
     def row(self) -> dict[str, Any]:
@@ -107,9 +110,16 @@ def row_subject(
     be asked, and `checking` compares its verdict with the Python path's. `prove` asks the core to
     prove the line clean of every rule the run applies (`check.fast`); a line it proves is not
     parsed here, unless `checking`, when the Python path checks it too."""
+    clean_families = 0
+    scanned = False  # the core read the line as a strict JSON object
     if prove is not None:
         proof = prove(raw)
-        if proof is not None:
+        if type(proof) is int:
+            # Not proved clean of every rule, but read as a row: it is not scanned again.
+            clean_families, scanned = proof, True
+            if not checking:
+                core = None
+        elif proof is not None:
             bits, pairs, parts, judged, unowned = proof
             value = fast.reduced_row(pairs, parts)
             reduced = Subject(
@@ -124,7 +134,7 @@ def row_subject(
                 return subject
             return reduced
     value = parse(raw)
-    strict = None
+    strict = 0 if scanned and core is None else None
     if core is not None:
         strict = core(raw)
         if checking:
@@ -142,7 +152,8 @@ def row_subject(
     if _holds_model_calls(value):
         evidence.add("model-calls")
     return Subject(
-        path, number, frozenset(evidence), raw=raw, value=value, rollout=rollout_identity(value), strict=strict
+        path, number, frozenset(evidence), raw=raw, value=value, rollout=rollout_identity(value), strict=strict,
+        clean_families=clean_families,
     )
 
 

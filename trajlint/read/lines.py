@@ -68,7 +68,9 @@ def _split_lines(
     try:
         for chunk in chunks:
             blank_run = 0  # blank lines between the first piece and the tail, not in `pieces`
-            if chunk[:1] in _BLANK_START and not chunk.translate(None, _WHITESPACE_AND_NEWLINE):
+            # `strip` stops at the first byte that is not blank, where `translate` would copy the
+            # whole chunk: a chunk often starts with a space inside a string.
+            if chunk[:1] in _BLANK_START and not chunk.strip(_WHITESPACE_AND_NEWLINE):
                 # Nothing but whitespace and line ends (a file of newlines): counted, not split.
                 ends = chunk.count(b"\n")
                 pieces = [chunk[: chunk.find(b"\n")], chunk[chunk.rfind(b"\n") + 1 :]] if ends else [chunk]
