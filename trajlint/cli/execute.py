@@ -149,7 +149,6 @@ def _checked(r: CheckRequest, setup: _Setup, sources: list[Any], progress: Any =
         findings, baseline_use = setup.known.apply(findings)
     # A format that shows rows (the HTML report) gets a bounded sample of them, read again now.
     drilldown = any(formats.FORMATS[o.format].samples for o in r.outputs)
-    listed, _ = document.listed(findings, settings["show-availability"].value)
     numbers = grid = None
     if result.health is not None:
         # Only a run that judged the rows' health (a health rule ran, or --health-report).
@@ -170,7 +169,7 @@ def _checked(r: CheckRequest, setup: _Setup, sources: list[Any], progress: Any =
         configuration=str(setup.found.path) if setup.found.path is not None else None,
         max_per_run=settings["max-findings-per-run"].value,
         run_of=_runs(settings).run_of,
-        samples=_samples(listed, settings) if drilldown else (),
+        samples=_samples(document.listed(findings, settings["show-availability"].value)[0], settings) if drilldown else (),
         task_grid=grid,
     )
     status = exit_status(
