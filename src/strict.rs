@@ -20,7 +20,9 @@ pub const OVERSIZED: u32 = 4;
 
 /// orjson's limit: 1,024 nested arrays or objects are read, one more is refused.
 const MAX_DEPTH: usize = 1024;
-/// Up to this many keys an object's keys are compared pairwise; beyond it they are sorted.
+/// An object's first this many keys are each compared, as it is read, with the keys before it
+/// that `Open::seen` says may equal it; an object with more keys has them all sorted when it
+/// closes.
 const PAIRWISE_KEYS: usize = 24;
 
 /// serde_json's recursion limit: it reads arrays and objects nested fewer levels than this, and a
@@ -53,8 +55,9 @@ fn signature(bytes: &[u8]) -> u64 {
 
 /// `signature` of `line[start..end]`, read as one word when the line holds eight bytes from
 /// `start` (a short key is followed by at least its closing quote and a colon): most keys are
-/// shorter than eight bytes, which `signature` reads one byte at a time.
-#[inline]
+/// shorter than eight bytes, which `signature` reads one byte at a time. Inlined into the
+/// reading of a key, which otherwise called it.
+#[inline(always)]
 fn line_signature(line: &[u8], start: usize, end: usize) -> u64 {
     let len = end - start;
     match line.get(start..).and_then(<[u8]>::first_chunk::<8>) {
@@ -64,6 +67,13 @@ fn line_signature(line: &[u8], start: usize, end: usize) -> u64 {
         }
         None => signature(&line[start..end]),
     }
+}
+
+/// The bit of `Open::seen` for a key of this signature: one of 64, from the signature's
+/// product with an odd constant (its top bits mix all of the signature's).
+#[inline]
+fn seen_bit(signature: u64) -> u64 {
+    1 << (signature.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58)
 }
 
 /// What the value being read is in: a container, or nothing (the line's top).
@@ -87,6 +97,10 @@ struct Open {
     /// An object's keys start at this index of `keys`, with the arena at this length.
     keys: usize,
     arena: usize,
+    /// A bit for each of an object's keys so far (`seen_bit`): a key whose bit is clear is not
+    /// one of them. Comparing every pair of keys when the object closed cost a quarter of the
+    /// scan.
+    seen: u64,
 }
 
 const TOP: Open = Open {
@@ -95,6 +109,7 @@ const TOP: Open = Open {
     members: 0,
     keys: 0,
     arena: 0,
+    seen: 0,
 };
 
 struct Scanner<'a> {
@@ -266,11 +281,12 @@ fn digits(line: &[u8], mut at: usize) -> usize {
     at
 }
 
-/// Past `word`, which must be written at `at`.
+/// Past `word`, which must be written at `at`. Its length a constant, the comparison is one
+/// load and compare, where a slice's called `memcmp`.
 #[inline]
-fn literal(line: &[u8], at: usize, word: &[u8]) -> Result<usize, ()> {
-    match line.get(at..) {
-        Some(rest) if rest.starts_with(word) => Ok(at + word.len()),
+fn literal<const N: usize>(line: &[u8], at: usize, word: &[u8; N]) -> Result<usize, ()> {
+    match line.get(at..).and_then(<[u8]>::first_chunk::<N>) {
+        Some(written) if written == word => Ok(at + N),
         _ => Err(()),
     }
 }
@@ -423,9 +439,10 @@ impl<'a> Scanner<'a> {
                             members: 0,
                             keys: self.keys.len(),
                             arena: self.arena.len(),
+                            seen: 0,
                         };
                         if kind == Kind::Object {
-                            at = self.member_key::<BUILD>(at, &mut key)?;
+                            at = self.member_key::<BUILD>(at, &mut open, &mut key)?;
                         }
                         continue 'value;
                     }
@@ -446,12 +463,12 @@ impl<'a> Scanner<'a> {
                     }
                 }
                 first @ (b't' | b'f' | b'n') => {
-                    let (word, tag): (&[u8], _) = match first {
-                        b't' => (b"true", Tag::True),
-                        b'f' => (b"false", Tag::False),
-                        _ => (b"null", Tag::Null),
+                    let tag;
+                    (at, tag) = match first {
+                        b't' => (literal(line, at, b"true")?, Tag::True),
+                        b'f' => (literal(line, at, b"false")?, Tag::False),
+                        _ => (literal(line, at, b"null")?, Tag::Null),
                     };
-                    at = literal(line, at, word)?;
                     if BUILD {
                         self.push(tag, std::mem::take(&mut key), 0, start, at);
                     }
@@ -466,7 +483,7 @@ impl<'a> Scanner<'a> {
                     Kind::Object => match byte {
                         Some(b',') => {
                             at = whitespace(line, at + 1);
-                            at = self.member_key::<BUILD>(at, &mut key)?;
+                            at = self.member_key::<BUILD>(at, &mut open, &mut key)?;
                             continue 'value;
                         }
                         Some(b'}') => {
@@ -498,7 +515,12 @@ impl<'a> Scanner<'a> {
     /// `"key" :` of an object member from `at` (whitespace before it already skipped), and
     /// past it. Inlined for the same reason as `string`.
     #[inline(always)]
-    fn member_key<const BUILD: bool>(&mut self, at: usize, key: &mut Span) -> Result<usize, ()> {
+    fn member_key<const BUILD: bool>(
+        &mut self,
+        at: usize,
+        object: &mut Open,
+        key: &mut Span,
+    ) -> Result<usize, ()> {
         let line = self.line;
         if line.get(at) != Some(&b'"') {
             return Err(());
@@ -515,6 +537,14 @@ impl<'a> Scanner<'a> {
                 signature: line_signature(line, start, end),
             }
         };
+        if self.keys.len() - object.keys < PAIRWISE_KEYS {
+            let bit = seen_bit(entry.signature);
+            if object.seen & bit != 0 && self.flags & REPEATED == 0 && self.seen(object.keys, entry)
+            {
+                self.flags |= REPEATED;
+            }
+            object.seen |= bit;
+        }
         self.keys.push(entry);
         if BUILD {
             *key = self.span(start, end, escaped)?;
@@ -555,7 +585,10 @@ impl<'a> Scanner<'a> {
         if BUILD {
             self.close_container(object, at);
         }
-        if self.flags & REPEATED == 0 && self.repeats(object.keys) {
+        if self.keys.len() - object.keys > PAIRWISE_KEYS
+            && self.flags & REPEATED == 0
+            && self.repeats(object.keys)
+        {
             self.flags |= REPEATED;
         }
         self.keys.truncate(object.keys);
@@ -578,20 +611,18 @@ impl<'a> Scanner<'a> {
         self.key_bytes(a) == self.key_bytes(b)
     }
 
+    /// Whether `key` is one of the keys from index `first` on. Not inlined: a key's bit is
+    /// seldom set already.
+    #[inline(never)]
+    fn seen(&self, first: usize, key: Key) -> bool {
+        self.keys[first..]
+            .iter()
+            .any(|&seen| seen.signature == key.signature && self.same_key(seen, key))
+    }
+
     /// Whether the keys from index `first` on hold one twice.
     fn repeats(&self, first: usize) -> bool {
         let keys = &self.keys[first..];
-        if keys.len() <= PAIRWISE_KEYS {
-            for (i, &a) in keys.iter().enumerate() {
-                if keys[i + 1..]
-                    .iter()
-                    .any(|&b| b.signature == a.signature && self.same_key(a, b))
-                {
-                    return true;
-                }
-            }
-            return false;
-        }
         // Equal keys have equal signatures: sorted by signature, they are in the same run.
         let mut sorted: Vec<Key> = keys.to_vec();
         sorted.sort_unstable_by_key(|key| key.signature);
@@ -985,5 +1016,98 @@ mod tests {
         }
         assert_eq!(scan(br#"{"":1,"a":2,"":3}"#), REPEATED);
         assert_eq!(scan(br#"{"abcdefgh":1,"abcdefgi":2}"#), 0);
+    }
+
+    /// A key repeated at any position of an object is found, whether its keys are compared as
+    /// they are read (up to `PAIRWISE_KEYS`) or sorted when it closes.
+    #[test]
+    fn repeated_keys_are_found_at_every_position() {
+        let object = |keys: &[String]| {
+            let members: Vec<String> = keys.iter().map(|key| format!("\"{key}\":0")).collect();
+            format!("{{{}}}", members.join(","))
+        };
+        for count in 1..=PAIRWISE_KEYS + 2 {
+            let keys: Vec<String> = (0..count).map(|i| format!("key{i}")).collect();
+            assert_eq!(scan(object(&keys).as_bytes()), 0, "{count} keys");
+            for first in 0..count {
+                for at in first + 1..=count {
+                    let mut repeated = keys.clone();
+                    repeated.insert(at, keys[first].clone());
+                    assert_eq!(scan(object(&repeated).as_bytes()), REPEATED, "{repeated:?}");
+                }
+            }
+        }
+    }
+
+    /// Keys whose bits in `Open::seen` are the same are compared, and told apart.
+    #[test]
+    fn keys_of_one_seen_bit_are_told_apart() {
+        let bit = |key: &str| seen_bit(signature(key.as_bytes()));
+        let keys: Vec<String> = (0..100_000)
+            .map(|i| format!("k{i}"))
+            .filter(|key| bit(key) == bit("k0"))
+            .take(PAIRWISE_KEYS)
+            .collect();
+        assert_eq!(keys.len(), PAIRWISE_KEYS);
+        let members: Vec<String> = keys.iter().map(|key| format!("\"{key}\":0")).collect();
+        assert_eq!(scan(format!("{{{}}}", members.join(",")).as_bytes()), 0);
+        // The first key again, as the last of `PAIRWISE_KEYS`.
+        let first = &keys[0];
+        let repeated = format!(
+            "{{{},\"{first}\":1}}",
+            members[..PAIRWISE_KEYS - 1].join(",")
+        );
+        assert_eq!(scan(repeated.as_bytes()), REPEATED);
+    }
+
+    /// Each object's keys are its own: the same key in an object and in one nested in it, or in
+    /// two sibling objects, is no repeat, and a key repeated around a nested object is.
+    #[test]
+    fn keys_of_nested_objects_are_apart() {
+        assert_eq!(scan(br#"{"a":{"a":1},"b":{"a":2,"b":3}}"#), 0);
+        assert_eq!(scan(br#"[{"a":1},{"a":1}]"#), 0);
+        assert_eq!(scan(br#"{"a":{"b":1},"b":2}"#), 0);
+        assert_eq!(scan(br#"{"a":{"b":1},"b":2,"a":3}"#), REPEATED);
+        assert_eq!(scan(br#"{"a":[{"a":1}],"a":2}"#), REPEATED);
+        assert_eq!(scan(br#"{"a":{"b":{"c":1,"c":2}}}"#), REPEATED);
+    }
+
+    /// A container's node counts its members, ends past its descendants and spans its text, at
+    /// any depth and when empty.
+    #[test]
+    fn containers_count_their_members() {
+        let text = r#"{"a":[1,[],{},[2,3]],"b":{"c":{"d":null}},"e":[],"f":"x"}"#;
+        let (flags, doc) = scan_doc(text);
+        assert_eq!(flags, 0);
+        let doc = doc.expect("a document");
+        let mut containers = 0;
+        for (index, node) in doc.nodes.iter().enumerate() {
+            let (opening, closing) = match node.tag {
+                Tag::Object => (b'{', b'}'),
+                Tag::Array => (b'[', b']'),
+                _ => {
+                    assert_eq!(node.after as usize, index + 1);
+                    continue;
+                }
+            };
+            containers += 1;
+            let mut members = 0;
+            let mut member = index + 1;
+            while member < node.after as usize {
+                member = doc.nodes[member].after as usize;
+                members += 1;
+            }
+            assert_eq!(member, node.after as usize, "node {index}");
+            assert_eq!(
+                node.payload,
+                u64::from(node.after) << 32 | members,
+                "node {index}"
+            );
+            assert_eq!(text.as_bytes()[node.start as usize], opening);
+            assert_eq!(text.as_bytes()[node.end as usize - 1], closing);
+        }
+        assert_eq!(containers, 8);
+        assert_eq!(doc.nodes[0].payload & 0xffff_ffff, 4);
+        assert_eq!(doc.nodes[0].after as usize, doc.nodes.len());
     }
 }
