@@ -20,7 +20,9 @@ pub const OVERSIZED: u32 = 4;
 
 /// orjson's limit: 1,024 nested arrays or objects are read, one more is refused.
 const MAX_DEPTH: usize = 1024;
-/// Up to this many keys an object's keys are compared pairwise; beyond it they are sorted.
+/// An object's first this many keys are each compared, as it is read, with the keys before it
+/// that `Open::seen` says may equal it; an object with more keys has them all sorted when it
+/// closes.
 const PAIRWISE_KEYS: usize = 24;
 
 /// serde_json's recursion limit: it reads arrays and objects nested fewer levels than this, and a
@@ -53,8 +55,9 @@ fn signature(bytes: &[u8]) -> u64 {
 
 /// `signature` of `line[start..end]`, read as one word when the line holds eight bytes from
 /// `start` (a short key is followed by at least its closing quote and a colon): most keys are
-/// shorter than eight bytes, which `signature` reads one byte at a time.
-#[inline]
+/// shorter than eight bytes, which `signature` reads one byte at a time. Inlined into the
+/// reading of a key, which otherwise called it.
+#[inline(always)]
 fn line_signature(line: &[u8], start: usize, end: usize) -> u64 {
     let len = end - start;
     match line.get(start..).and_then(<[u8]>::first_chunk::<8>) {
@@ -66,47 +69,62 @@ fn line_signature(line: &[u8], start: usize, end: usize) -> u64 {
     }
 }
 
-enum Frame {
-    /// An object whose keys start at this index of `keys`, with the arena at this length; its
-    /// node in the document, when one is built.
-    Object {
-        keys: usize,
-        arena: usize,
-        node: u32,
-    },
-    Array {
-        node: u32,
-    },
+/// The bit of `Open::seen` for a key of this signature: one of 64, from the signature's
+/// product with an odd constant (its top bits mix all of the signature's).
+#[inline]
+fn seen_bit(signature: u64) -> u64 {
+    1 << (signature.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58)
 }
 
-impl Frame {
-    fn node(&self) -> u32 {
-        match self {
-            Frame::Object { node, .. } | Frame::Array { node } => *node,
-        }
-    }
+/// What the value being read is in: a container, or nothing (the line's top).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Top,
+    Object,
+    Array,
 }
+
+/// The container whose members are being read (or the line's top): in the scan's locals while
+/// its members are read, on `frames` while a member nests deeper.
+#[derive(Clone, Copy)]
+struct Open {
+    kind: Kind,
+    /// Its node in the document, when one is built.
+    node: u32,
+    /// Its members so far, written to its node once, when it closes: counted on the node, each
+    /// member cost a load and a store through the node's index.
+    members: u32,
+    /// An object's keys start at this index of `keys`, with the arena at this length.
+    keys: usize,
+    arena: usize,
+    /// A bit for each of an object's keys so far (`seen_bit`): a key whose bit is clear is not
+    /// one of them. Comparing every pair of keys when the object closed cost a quarter of the
+    /// scan.
+    seen: u64,
+}
+
+const TOP: Open = Open {
+    kind: Kind::Top,
+    node: 0,
+    members: 0,
+    keys: 0,
+    arena: 0,
+    seen: 0,
+};
 
 struct Scanner<'a> {
     /// The line, as text (numbers are read from it) and as bytes.
     text: &'a str,
     line: &'a [u8],
-    at: usize,
     flags: u32,
     keys: Vec<Key>,
     arena: Vec<u8>,
-    frames: Vec<Frame>,
-    /// The document being built (`scan_doc`), or None for a verdict alone.
-    doc: Option<Building>,
-}
-
-/// A document under construction: its nodes, its decoded strings, the key of the member whose
-/// value comes next, and whether it nests deeper than a `Doc` holds.
-#[derive(Default)]
-struct Building {
+    /// The containers around the one being read, the line's top first.
+    frames: Vec<Open>,
+    /// The document being built (`scan_doc`): its nodes, its decoded strings, and whether it
+    /// nests deeper than a `Doc` holds. Untouched for a verdict alone.
     nodes: Vec<Node>,
     decoded: Vec<u8>,
-    key: Span,
     too_deep: bool,
 }
 
@@ -122,8 +140,8 @@ pub fn scan(line: &[u8]) -> u32 {
 
 /// `scan` of a line already known to be UTF-8.
 pub fn scan_text(text: &str) -> u32 {
-    let mut scanner = Scanner::new(text, None);
-    match scanner.document() {
+    let mut scanner = Scanner::new(text);
+    match scanner.document::<false>() {
         Ok(()) => scanner.flags,
         Err(()) => INVALID,
     }
@@ -142,7 +160,7 @@ pub fn scan_doc(text: &str) -> (u32, Option<Doc<'_>>) {
 pub struct Spare {
     keys: Vec<Key>,
     arena: Vec<u8>,
-    frames: Vec<Frame>,
+    frames: Vec<Open>,
     nodes: Vec<Node>,
     decoded: Vec<u8>,
 }
@@ -177,44 +195,43 @@ impl Spare {
 /// `scan_doc`, filling the vectors of `spare` (whatever they hold is cleared first). The
 /// document takes the node and decoded-text vectors: `Spare::recycle` gives them back.
 pub fn scan_doc_reusing<'t>(text: &'t str, spare: &mut Spare) -> (u32, Option<Doc<'t>>) {
-    // A node holds offsets as 32-bit numbers, and a string's length one bit less.
-    let building = (text.len() < DECODED as usize).then(|| {
-        let mut nodes = std::mem::take(&mut spare.nodes);
-        nodes.clear();
-        // Room for the nodes of a typical row at once (rollout rows average ~28 bytes a
-        // value): growing the vector by doubling copied it and faulted in fresh pages.
-        nodes.reserve(text.len() / 16 + 8);
-        let mut decoded = std::mem::take(&mut spare.decoded);
-        decoded.clear();
-        Building {
-            nodes,
-            decoded,
-            ..Building::default()
-        }
-    });
-    let mut scanner = Scanner::new(text, building);
+    let mut scanner = Scanner::new(text);
     std::mem::swap(&mut scanner.keys, &mut spare.keys);
     std::mem::swap(&mut scanner.arena, &mut spare.arena);
     std::mem::swap(&mut scanner.frames, &mut spare.frames);
+    std::mem::swap(&mut scanner.nodes, &mut spare.nodes);
+    std::mem::swap(&mut scanner.decoded, &mut spare.decoded);
     scanner.keys.clear();
     scanner.arena.clear();
     scanner.frames.clear();
-    let scanned = scanner.document();
+    scanner.nodes.clear();
+    scanner.decoded.clear();
+    // A node holds offsets as 32-bit numbers, and a string's length one bit less.
+    let building = text.len() < DECODED as usize;
+    let scanned = if building {
+        // Room for the nodes of a typical row at once (rollout rows average ~28 bytes a
+        // value): growing the vector by doubling copied it and faulted in fresh pages.
+        scanner.nodes.reserve(text.len() / 16 + 8);
+        scanner.document::<true>()
+    } else {
+        scanner.document::<false>()
+    };
     spare.keys = std::mem::take(&mut scanner.keys);
     spare.arena = std::mem::take(&mut scanner.arena);
     spare.frames = std::mem::take(&mut scanner.frames);
-    let flags = scanner.flags;
-    let Some(building) = scanner.doc.take() else {
-        return (if scanned.is_err() { INVALID } else { flags }, None);
+    let flags = if scanned.is_err() {
+        INVALID
+    } else {
+        scanner.flags
     };
-    if scanned.is_err() || flags != 0 || building.too_deep {
-        spare.nodes = building.nodes;
-        spare.decoded = building.decoded;
-        return (if scanned.is_err() { INVALID } else { flags }, None);
+    if !building || flags != 0 || scanner.too_deep {
+        spare.nodes = scanner.nodes;
+        spare.decoded = scanner.decoded;
+        return (flags, None);
     }
-    let doc = String::from_utf8(building.decoded).ok().map(|decoded| Doc {
+    let doc = String::from_utf8(scanner.decoded).ok().map(|decoded| Doc {
         text,
-        nodes: building.nodes,
+        nodes: scanner.nodes,
         decoded,
     });
     (flags, doc)
@@ -246,237 +263,302 @@ fn hex_value(digits: &[u8]) -> Option<u32> {
     Some(value)
 }
 
+/// Past the whitespace from `at`.
+#[inline(always)]
+fn whitespace(line: &[u8], mut at: usize) -> usize {
+    while let Some(b' ' | b'\t' | b'\n' | b'\r') = line.get(at) {
+        at += 1;
+    }
+    at
+}
+
+/// Past the digits from `at`.
+#[inline]
+fn digits(line: &[u8], mut at: usize) -> usize {
+    while let Some(b'0'..=b'9') = line.get(at) {
+        at += 1;
+    }
+    at
+}
+
+/// Past `word`, which must be written at `at`. Its length a constant, the comparison is one
+/// load and compare, where a slice's called `memcmp`.
+#[inline]
+fn literal<const N: usize>(line: &[u8], at: usize, word: &[u8; N]) -> Result<usize, ()> {
+    match line.get(at..).and_then(<[u8]>::first_chunk::<N>) {
+        Some(written) if written == word => Ok(at + N),
+        _ => Err(()),
+    }
+}
+
+/// A string from its opening quote at `quote`: where its closing quote is, and whether it holds
+/// an escape. Inlined into its two callers: most strings are a word or two, and a call's saving
+/// and restoring of registers cost as much as scanning them.
+#[inline(always)]
+fn string(line: &[u8], quote: usize) -> Result<(usize, bool), ()> {
+    let mut at = quote + 1;
+    let mut escaped = false;
+    loop {
+        // Eight bytes at a time up to the next quote, backslash or control character.
+        let (words, _) = line.get(at..).unwrap_or_default().as_chunks::<8>();
+        let mut skipped = words.len() * 8;
+        for (i, word) in words.iter().enumerate() {
+            let special = special_bytes(u64::from_le_bytes(*word));
+            if special != 0 {
+                skipped = i * 8 + (special.trailing_zeros() / 8) as usize;
+                break;
+            }
+        }
+        at += skipped;
+        match line.get(at).copied().ok_or(())? {
+            b'"' => return Ok((at, escaped)),
+            b'\\' => {
+                escaped = true;
+                at = escape(line, at)?;
+            }
+            0x00..=0x1f => return Err(()),
+            _ => at += 1,
+        }
+    }
+}
+
+/// One escape sequence from its backslash at `at`, and past it; a high surrogate must be
+/// followed by a low one.
+fn escape(line: &[u8], at: usize) -> Result<usize, ()> {
+    match line.get(at + 1).ok_or(())? {
+        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Ok(at + 2),
+        b'u' => match unit(line, at)? {
+            0xD800..=0xDBFF => {
+                if line.get(at + 6) != Some(&b'\\') || line.get(at + 7) != Some(&b'u') {
+                    return Err(());
+                }
+                if !(0xDC00..=0xDFFF).contains(&unit(line, at + 6)?) {
+                    return Err(());
+                }
+                Ok(at + 12)
+            }
+            0xDC00..=0xDFFF => Err(()),
+            _ => Ok(at + 6),
+        },
+        _ => Err(()),
+    }
+}
+
+/// The code unit of the `\uXXXX` escape at `at`.
+fn unit(line: &[u8], at: usize) -> Result<u32, ()> {
+    hex_value(line.get(at + 2..at + 6).ok_or(())?).ok_or(())
+}
+
 impl<'a> Scanner<'a> {
-    fn new(text: &'a str, doc: Option<Building>) -> Self {
+    fn new(text: &'a str) -> Self {
         Scanner {
             text,
             line: text.as_bytes(),
-            at: 0,
             flags: 0,
             keys: Vec::new(),
             arena: Vec::new(),
             frames: Vec::new(),
-            doc,
+            nodes: Vec::new(),
+            decoded: Vec::new(),
+            too_deep: false,
         }
     }
 
-    /// A node for the value just read (from `start` to here), counted in its container; its
-    /// index. For a container, `payload` is completed when it closes.
-    #[inline]
-    fn push(&mut self, tag: Tag, payload: u64, start: usize) -> u32 {
-        let parent = self.frames.last().map(Frame::node);
-        let end = self.at as u32;
-        let Some(doc) = self.doc.as_mut() else {
-            return 0;
-        };
-        if let Some(parent) = parent {
-            if let Some(node) = doc.nodes.get_mut(parent as usize) {
-                node.payload += 1;
-            }
-        }
-        let index = doc.nodes.len() as u32;
-        doc.nodes.push(Node {
+    /// A node for the value read from `start` to `end`; its index. A container's is completed
+    /// when it closes (`close_container`).
+    #[inline(always)]
+    fn push(&mut self, tag: Tag, key: Span, payload: u64, start: usize, end: usize) -> u32 {
+        let index = self.nodes.len() as u32;
+        self.nodes.push(Node {
             tag,
-            key: std::mem::take(&mut doc.key),
+            key,
             payload,
             start: start as u32,
-            end,
+            end: end as u32,
             after: index + 1,
         });
         index
     }
 
-    /// A container opened at `start`: its node, and room for one more level in the document.
-    fn push_container(&mut self, tag: Tag, start: usize, empty: bool) -> u32 {
-        let level = self.frames.len() + 1;
-        let next = self.doc.as_ref().map_or(0, |d| d.nodes.len() as u64);
-        let index = self.push(tag, if empty { (next + 1) << 32 } else { 0 }, start);
-        if let Some(doc) = self.doc.as_mut() {
-            doc.too_deep |= level >= DOC_DEPTH;
-        }
-        index
-    }
-
-    /// The container of `node` closed here: where its descendants end, and its text.
-    fn close_container(&mut self, node: u32) {
-        let at = self.at as u32;
-        if let Some(doc) = self.doc.as_mut() {
-            let end = doc.nodes.len() as u64;
-            if let Some(node) = doc.nodes.get_mut(node as usize) {
-                node.payload |= end << 32;
-                node.end = at;
-                node.after = end as u32;
-            }
+    /// `container` closed at `at`: its members, where its descendants end, and its text.
+    fn close_container(&mut self, container: Open, at: usize) {
+        let end = self.nodes.len();
+        if let Some(node) = self.nodes.get_mut(container.node as usize) {
+            node.payload = (end as u64) << 32 | u64::from(container.members);
+            node.end = at as u32;
+            node.after = end as u32;
         }
     }
 
-    #[inline]
-    fn peek(&self) -> Option<u8> {
-        self.line.get(self.at).copied()
-    }
-
-    #[inline]
-    fn whitespace(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
-            self.at += 1;
-        }
-    }
-
-    fn expect(&mut self, byte: u8) -> Step {
-        if self.peek() == Some(byte) {
-            self.at += 1;
-            Ok(())
-        } else {
-            Err(())
-        }
-    }
-
-    /// Room for one more level of nesting (an empty container is a level too).
-    fn check_depth(&self) -> Step {
-        if self.frames.len() >= MAX_DEPTH {
-            Err(())
-        } else {
-            Ok(())
-        }
-    }
-
-    fn open(&mut self, frame: Frame) -> Step {
-        self.check_depth()?;
-        self.frames.push(frame);
-        Ok(())
-    }
-
-    /// One JSON text: a value, surrounded by whitespace only.
-    fn document(&mut self) -> Step {
+    /// One JSON text: a value, surrounded by whitespace only; with `BUILD`, its document too.
+    /// The position, the container being read and the next member's key are locals, and after
+    /// each value the container's kind picks the branch: held in the scanner, they were
+    /// stored and loaded again around every value.
+    fn document<const BUILD: bool>(&mut self) -> Step {
+        let line = self.line;
+        let mut at = 0;
+        let mut open = TOP;
+        // The key of the member whose value comes next (none in an array or at the top).
+        let mut key = Span::default();
         'value: loop {
-            self.whitespace();
-            match self.peek().ok_or(())? {
-                b'{' => {
-                    let start = self.at;
-                    self.at += 1;
-                    self.whitespace();
-                    if self.peek() == Some(b'}') {
-                        self.at += 1;
-                        self.check_depth()?;
-                        self.push_container(Tag::Object, start, true);
+            at = whitespace(line, at);
+            let start = at;
+            open.members += 1;
+            match line.get(at).copied().ok_or(())? {
+                opening @ (b'{' | b'[') => {
+                    let (kind, tag, closing) = if opening == b'{' {
+                        (Kind::Object, Tag::Object, b'}')
                     } else {
-                        let node = self.push_container(Tag::Object, start, false);
-                        self.open(Frame::Object {
+                        (Kind::Array, Tag::Array, b']')
+                    };
+                    // Room for one more level of nesting (an empty container is a level too):
+                    // `frames` holds the top and every container around this one.
+                    if self.frames.len() >= MAX_DEPTH {
+                        return Err(());
+                    }
+                    if BUILD {
+                        self.too_deep |= self.frames.len() + 1 >= DOC_DEPTH;
+                    }
+                    at = whitespace(line, at + 1);
+                    if line.get(at) == Some(&closing) {
+                        at += 1;
+                        if BUILD {
+                            let next = self.nodes.len() as u64;
+                            self.push(tag, std::mem::take(&mut key), (next + 1) << 32, start, at);
+                        }
+                    } else {
+                        let node = if BUILD {
+                            self.push(tag, std::mem::take(&mut key), 0, start, at)
+                        } else {
+                            0
+                        };
+                        self.frames.push(open);
+                        open = Open {
+                            kind,
+                            node,
+                            members: 0,
                             keys: self.keys.len(),
                             arena: self.arena.len(),
-                            node,
-                        })?;
-                        self.member_key()?;
-                        continue 'value;
-                    }
-                }
-                b'[' => {
-                    let start = self.at;
-                    self.at += 1;
-                    self.whitespace();
-                    if self.peek() == Some(b']') {
-                        self.at += 1;
-                        self.check_depth()?;
-                        self.push_container(Tag::Array, start, true);
-                    } else {
-                        let node = self.push_container(Tag::Array, start, false);
-                        self.open(Frame::Array { node })?;
+                            seen: 0,
+                        };
+                        if kind == Kind::Object {
+                            at = self.member_key::<BUILD>(at, &mut open, &mut key)?;
+                        }
                         continue 'value;
                     }
                 }
                 b'"' => {
-                    let start = self.at;
-                    let (from, to, escaped) = self.string()?;
-                    if self.doc.is_some() {
-                        let span = self.span(from, to, escaped)?;
-                        self.push(Tag::Str, span.bits(), start);
+                    let (end, escaped) = string(line, at)?;
+                    at = end + 1;
+                    if BUILD {
+                        let span = self.span(start + 1, end, escaped)?;
+                        self.push(Tag::Str, std::mem::take(&mut key), span.bits(), start, at);
                     }
                 }
-                b'-' | b'0'..=b'9' => self.number()?,
-                b't' => {
-                    let start = self.at;
-                    self.literal(b"true")?;
-                    self.push(Tag::True, 0, start);
+                b'-' | b'0'..=b'9' => {
+                    let (tag, payload);
+                    (at, tag, payload) = self.number::<BUILD>(start)?;
+                    if BUILD {
+                        self.push(tag, std::mem::take(&mut key), payload, start, at);
+                    }
                 }
-                b'f' => {
-                    let start = self.at;
-                    self.literal(b"false")?;
-                    self.push(Tag::False, 0, start);
-                }
-                b'n' => {
-                    let start = self.at;
-                    self.literal(b"null")?;
-                    self.push(Tag::Null, 0, start);
+                first @ (b't' | b'f' | b'n') => {
+                    let tag;
+                    (at, tag) = match first {
+                        b't' => (literal(line, at, b"true")?, Tag::True),
+                        b'f' => (literal(line, at, b"false")?, Tag::False),
+                        _ => (literal(line, at, b"null")?, Tag::Null),
+                    };
+                    if BUILD {
+                        self.push(tag, std::mem::take(&mut key), 0, start, at);
+                    }
                 }
                 _ => return Err(()),
             }
             // After a value: a separator, the end of its container, or the end of the line.
             loop {
-                self.whitespace();
-                let Some(frame) = self.frames.last() else {
-                    return if self.at == self.line.len() {
-                        Ok(())
-                    } else {
-                        Err(())
-                    };
-                };
-                match (frame, self.peek().ok_or(())?) {
-                    (Frame::Object { .. }, b',') => {
-                        self.at += 1;
-                        self.whitespace();
-                        self.member_key()?;
-                        continue 'value;
-                    }
-                    (Frame::Array { .. }, b',') => {
-                        self.at += 1;
-                        continue 'value;
-                    }
-                    (Frame::Object { .. }, b'}') => {
-                        self.at += 1;
-                        self.close_object();
-                    }
-                    (Frame::Array { node }, b']') => {
-                        let node = *node;
-                        self.at += 1;
-                        self.frames.pop();
-                        self.close_container(node);
-                    }
-                    _ => return Err(()),
+                at = whitespace(line, at);
+                let byte = line.get(at).copied();
+                match open.kind {
+                    Kind::Object => match byte {
+                        Some(b',') => {
+                            at = whitespace(line, at + 1);
+                            at = self.member_key::<BUILD>(at, &mut open, &mut key)?;
+                            continue 'value;
+                        }
+                        Some(b'}') => {
+                            at += 1;
+                            self.close_object::<BUILD>(open, at);
+                        }
+                        _ => return Err(()),
+                    },
+                    Kind::Array => match byte {
+                        Some(b',') => {
+                            at += 1;
+                            continue 'value;
+                        }
+                        Some(b']') => {
+                            at += 1;
+                            if BUILD {
+                                self.close_container(open, at);
+                            }
+                        }
+                        _ => return Err(()),
+                    },
+                    Kind::Top => return if byte.is_none() { Ok(()) } else { Err(()) },
                 }
+                open = self.frames.pop().ok_or(())?;
             }
         }
     }
 
-    /// `"key" :` of an object member (whitespace before it already skipped). Inlined for the
-    /// same reason as `string`.
+    /// `"key" :` of an object member from `at` (whitespace before it already skipped), and
+    /// past it. Inlined for the same reason as `string`.
     #[inline(always)]
-    fn member_key(&mut self) -> Step {
-        if self.peek() != Some(b'"') {
+    fn member_key<const BUILD: bool>(
+        &mut self,
+        at: usize,
+        object: &mut Open,
+        key: &mut Span,
+    ) -> Result<usize, ()> {
+        let line = self.line;
+        if line.get(at) != Some(&b'"') {
             return Err(());
         }
-        let (start, end, escaped) = self.string()?;
-        let key = if escaped {
+        let (end, escaped) = string(line, at)?;
+        let start = at + 1;
+        let entry = if escaped {
             self.decode_key(start, end)?
         } else {
             Key {
                 start,
                 end,
                 decoded: false,
-                signature: line_signature(self.line, start, end),
+                signature: line_signature(line, start, end),
             }
         };
-        self.keys.push(key);
-        if self.doc.is_some() {
-            let span = self.span(start, end, escaped)?;
-            if let Some(doc) = self.doc.as_mut() {
-                doc.key = span;
+        if self.keys.len() - object.keys < PAIRWISE_KEYS {
+            let bit = seen_bit(entry.signature);
+            if object.seen & bit != 0 && self.flags & REPEATED == 0 && self.seen(object.keys, entry)
+            {
+                self.flags |= REPEATED;
             }
+            object.seen |= bit;
         }
-        self.whitespace();
-        self.expect(b':')
+        self.keys.push(entry);
+        if BUILD {
+            *key = self.span(start, end, escaped)?;
+        }
+        let at = whitespace(line, end + 1);
+        if line.get(at) == Some(&b':') {
+            Ok(at + 1)
+        } else {
+            Err(())
+        }
     }
 
     /// The document's span of the string between `start` and `end`: in the line, or decoded.
+    #[inline(always)]
     fn span(&mut self, start: usize, end: usize, escaped: bool) -> Result<Span, ()> {
         if !escaped {
             return Ok(Span {
@@ -484,26 +566,33 @@ impl<'a> Scanner<'a> {
                 len: (end - start) as u32,
             });
         }
-        let line = self.line;
-        let doc = self.doc.as_mut().ok_or(())?;
-        let from = doc.decoded.len();
-        decode(line, start, end, &mut doc.decoded)?;
+        self.decoded_span(start, end)
+    }
+
+    /// `span` of a string with an escape: decoded onto the document's buffer.
+    #[inline(never)]
+    fn decoded_span(&mut self, start: usize, end: usize) -> Result<Span, ()> {
+        let from = self.decoded.len();
+        decode(self.line, start, end, &mut self.decoded)?;
         Ok(Span {
             start: from as u32,
-            len: (doc.decoded.len() - from) as u32 | DECODED,
+            len: (self.decoded.len() - from) as u32 | DECODED,
         })
     }
 
-    fn close_object(&mut self) {
-        let Some(Frame::Object { keys, arena, node }) = self.frames.pop() else {
-            return;
-        };
-        self.close_container(node);
-        if self.flags & REPEATED == 0 && self.repeats(keys) {
+    /// `object` closed at `at`: its node, and whether it holds a key twice.
+    fn close_object<const BUILD: bool>(&mut self, object: Open, at: usize) {
+        if BUILD {
+            self.close_container(object, at);
+        }
+        if self.keys.len() - object.keys > PAIRWISE_KEYS
+            && self.flags & REPEATED == 0
+            && self.repeats(object.keys)
+        {
             self.flags |= REPEATED;
         }
-        self.keys.truncate(keys);
-        self.arena.truncate(arena);
+        self.keys.truncate(object.keys);
+        self.arena.truncate(object.arena);
     }
 
     fn key_bytes(&self, key: Key) -> &[u8] {
@@ -522,20 +611,18 @@ impl<'a> Scanner<'a> {
         self.key_bytes(a) == self.key_bytes(b)
     }
 
+    /// Whether `key` is one of the keys from index `first` on. Not inlined: a key's bit is
+    /// seldom set already.
+    #[inline(never)]
+    fn seen(&self, first: usize, key: Key) -> bool {
+        self.keys[first..]
+            .iter()
+            .any(|&seen| seen.signature == key.signature && self.same_key(seen, key))
+    }
+
     /// Whether the keys from index `first` on hold one twice.
     fn repeats(&self, first: usize) -> bool {
         let keys = &self.keys[first..];
-        if keys.len() <= PAIRWISE_KEYS {
-            for (i, &a) in keys.iter().enumerate() {
-                if keys[i + 1..]
-                    .iter()
-                    .any(|&b| b.signature == a.signature && self.same_key(a, b))
-                {
-                    return true;
-                }
-            }
-            return false;
-        }
         // Equal keys have equal signatures: sorted by signature, they are in the same run.
         let mut sorted: Vec<Key> = keys.to_vec();
         sorted.sort_unstable_by_key(|key| key.signature);
@@ -551,89 +638,84 @@ impl<'a> Scanner<'a> {
             })
     }
 
-    fn literal(&mut self, word: &[u8]) -> Step {
-        if self.line[self.at..].starts_with(word) {
-            self.at += word.len();
-            Ok(())
-        } else {
-            Err(())
-        }
-    }
-
-    fn digits(&mut self) -> usize {
-        let start = self.at;
-        while let Some(b'0'..=b'9') = self.peek() {
-            self.at += 1;
-        }
-        self.at - start
-    }
-
-    fn number(&mut self) -> Step {
-        let start = self.at;
-        let negative = self.peek() == Some(b'-');
-        if negative {
-            self.at += 1;
-        }
-        let integer_digits = match self.peek() {
+    /// The number from `start`: where it ends and, with `BUILD`, its node's tag and payload.
+    fn number<const BUILD: bool>(&mut self, start: usize) -> Result<(usize, Tag, u64), ()> {
+        let line = self.line;
+        let negative = line.get(start) == Some(&b'-');
+        let mut at = start + usize::from(negative);
+        let integer_digits = match line.get(at) {
             Some(b'0') => {
-                self.at += 1;
-                if let Some(b'0'..=b'9') = self.peek() {
+                at += 1;
+                if let Some(b'0'..=b'9') = line.get(at) {
                     return Err(()); // a leading zero
                 }
                 1
             }
-            Some(b'1'..=b'9') => self.digits(),
+            Some(b'1'..=b'9') => {
+                let from = at;
+                at = digits(line, at);
+                at - from
+            }
             _ => return Err(()),
         };
-        let integer_end = self.at;
+        let integer_end = at;
         let mut real = false;
         let mut exponent = false;
-        if self.peek() == Some(b'.') {
-            self.at += 1;
-            if self.digits() == 0 {
+        if line.get(at) == Some(&b'.') {
+            let from = at + 1;
+            at = digits(line, from);
+            if at == from {
                 return Err(());
             }
             real = true;
         }
-        if let Some(b'e' | b'E') = self.peek() {
-            self.at += 1;
-            if let Some(b'+' | b'-') = self.peek() {
-                self.at += 1;
+        if let Some(b'e' | b'E') = line.get(at) {
+            at += 1;
+            if let Some(b'+' | b'-') = line.get(at) {
+                at += 1;
             }
-            if self.digits() == 0 {
+            let from = at;
+            at = digits(line, from);
+            if at == from {
                 return Err(());
             }
             real = true;
             exponent = true;
         }
         if !real {
-            let digits = &self.line[integer_end - integer_digits..integer_end];
+            let digits = &line[integer_end - integer_digits..integer_end];
             if !fits_64_bits(digits, negative) {
                 self.flags |= OVERSIZED;
                 // orjson reads it as a double, and refuses one too large for that.
-                if integer_digits > 300 && self.infinite(start) {
+                if integer_digits > 300 && self.infinite(start, at) {
                     return Err(());
                 }
             }
-        } else if (exponent || integer_digits > 300) && self.infinite(start) {
+        } else if (exponent || integer_digits > 300) && self.infinite(start, at) {
             return Err(());
         }
-        if self.doc.is_some() {
-            let (tag, payload) = self.number_value(start, negative, real)?;
-            self.push(tag, payload, start);
+        if !BUILD {
+            return Ok((at, Tag::Null, 0));
         }
-        Ok(())
+        let (tag, payload) = self.number_value(start, at, negative, real)?;
+        Ok((at, tag, payload))
     }
 
-    /// The number from `start` to here as serde_json reads it: a non-negative integer as a u64,
-    /// a negative one as an i64, and `-0`, an integer beyond 64 bits and any number with a
+    /// The number from `start` to `end` as serde_json reads it: a non-negative integer as a
+    /// u64, a negative one as an i64, and `-0`, an integer beyond 64 bits and any number with a
     /// fraction or an exponent as the nearest double.
-    fn number_value(&self, start: usize, negative: bool, real: bool) -> Result<(Tag, u64), ()> {
+    fn number_value(
+        &self,
+        start: usize,
+        end: usize,
+        negative: bool,
+        real: bool,
+    ) -> Result<(Tag, u64), ()> {
         if !real {
             // Up to 19 digits always fit in a u64: summed digit by digit, without parsing text.
             let digits = self
                 .line
-                .get(start + usize::from(negative)..self.at)
+                .get(start + usize::from(negative)..end)
                 .ok_or(())?;
             if digits.len() <= 19 {
                 let magnitude = digits
@@ -647,103 +729,33 @@ impl<'a> Scanner<'a> {
                     return Ok((Tag::NegInt, magnitude.wrapping_neg()));
                 }
             } else if negative {
-                if let Ok(value) = self.number_text(start)?.parse::<i64>() {
+                if let Ok(value) = self.number_text(start, end)?.parse::<i64>() {
                     return Ok((Tag::NegInt, value as u64));
                 }
-            } else if let Ok(value) = self.number_text(start)?.parse::<u64>() {
+            } else if let Ok(value) = self.number_text(start, end)?.parse::<u64>() {
                 return Ok((Tag::PosInt, value));
             }
         }
-        let value = self.number_text(start)?.parse::<f64>().map_err(|_| ())?;
+        let value = self
+            .number_text(start, end)?
+            .parse::<f64>()
+            .map_err(|_| ())?;
         Ok((Tag::Float, value.to_bits()))
     }
 
-    /// The text of the number from `start` to here.
-    fn number_text(&self, start: usize) -> Result<&'a str, ()> {
-        self.text.get(start..self.at).ok_or(())
+    /// The text of the number from `start` to `end`.
+    fn number_text(&self, start: usize, end: usize) -> Result<&'a str, ()> {
+        self.text.get(start..end).ok_or(())
     }
 
-    /// Whether the number from `start` to here is infinite as a (correctly rounded) double.
-    fn infinite(&self, start: usize) -> bool {
-        match self.number_text(start) {
+    /// Whether the number from `start` to `end` is infinite as a (correctly rounded) double.
+    fn infinite(&self, start: usize, end: usize) -> bool {
+        match self.number_text(start, end) {
             Ok(text) => text
                 .parse::<f64>()
                 .map_or(true, |value| value.is_infinite()),
             Err(()) => true,
         }
-    }
-
-    /// A string from its opening quote: where its bytes are (between the quotes), and whether
-    /// it holds an escape. Inlined into its two callers: most strings are a word or two, and a
-    /// call's saving and restoring of registers cost as much as scanning them.
-    #[inline(always)]
-    fn string(&mut self) -> Result<(usize, usize, bool), ()> {
-        let line = self.line;
-        let start = self.at + 1;
-        let mut at = start;
-        let mut escaped = false;
-        loop {
-            // Eight bytes at a time up to the next quote, backslash or control character.
-            let (words, _) = line.get(at..).unwrap_or_default().as_chunks::<8>();
-            let mut skipped = words.len() * 8;
-            for (i, word) in words.iter().enumerate() {
-                let special = special_bytes(u64::from_le_bytes(*word));
-                if special != 0 {
-                    skipped = i * 8 + (special.trailing_zeros() / 8) as usize;
-                    break;
-                }
-            }
-            at += skipped;
-            match line.get(at).copied().ok_or(())? {
-                b'"' => break,
-                b'\\' => {
-                    escaped = true;
-                    self.at = at;
-                    self.escape()?;
-                    at = self.at;
-                }
-                0x00..=0x1f => return Err(()),
-                _ => at += 1,
-            }
-        }
-        self.at = at + 1;
-        Ok((start, at, escaped))
-    }
-
-    /// One escape sequence from its backslash; a high surrogate must be followed by a low one.
-    fn escape(&mut self) -> Step {
-        match self.line.get(self.at + 1).ok_or(())? {
-            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
-                self.at += 2;
-                Ok(())
-            }
-            b'u' => {
-                let unit = self.unit(self.at)?;
-                self.at += 6;
-                match unit {
-                    0xD800..=0xDBFF => {
-                        if self.line.get(self.at) != Some(&b'\\')
-                            || self.line.get(self.at + 1) != Some(&b'u')
-                        {
-                            return Err(());
-                        }
-                        if !(0xDC00..=0xDFFF).contains(&self.unit(self.at)?) {
-                            return Err(());
-                        }
-                        self.at += 6;
-                        Ok(())
-                    }
-                    0xDC00..=0xDFFF => Err(()),
-                    _ => Ok(()),
-                }
-            }
-            _ => Err(()),
-        }
-    }
-
-    /// The code unit of the `\uXXXX` escape at `at`.
-    fn unit(&self, at: usize) -> Result<u32, ()> {
-        hex_value(self.line.get(at + 2..at + 6).ok_or(())?).ok_or(())
     }
 
     /// The key between `start` and `end` (escapes already checked), decoded into the arena.
@@ -1004,5 +1016,98 @@ mod tests {
         }
         assert_eq!(scan(br#"{"":1,"a":2,"":3}"#), REPEATED);
         assert_eq!(scan(br#"{"abcdefgh":1,"abcdefgi":2}"#), 0);
+    }
+
+    /// A key repeated at any position of an object is found, whether its keys are compared as
+    /// they are read (up to `PAIRWISE_KEYS`) or sorted when it closes.
+    #[test]
+    fn repeated_keys_are_found_at_every_position() {
+        let object = |keys: &[String]| {
+            let members: Vec<String> = keys.iter().map(|key| format!("\"{key}\":0")).collect();
+            format!("{{{}}}", members.join(","))
+        };
+        for count in 1..=PAIRWISE_KEYS + 2 {
+            let keys: Vec<String> = (0..count).map(|i| format!("key{i}")).collect();
+            assert_eq!(scan(object(&keys).as_bytes()), 0, "{count} keys");
+            for first in 0..count {
+                for at in first + 1..=count {
+                    let mut repeated = keys.clone();
+                    repeated.insert(at, keys[first].clone());
+                    assert_eq!(scan(object(&repeated).as_bytes()), REPEATED, "{repeated:?}");
+                }
+            }
+        }
+    }
+
+    /// Keys whose bits in `Open::seen` are the same are compared, and told apart.
+    #[test]
+    fn keys_of_one_seen_bit_are_told_apart() {
+        let bit = |key: &str| seen_bit(signature(key.as_bytes()));
+        let keys: Vec<String> = (0..100_000)
+            .map(|i| format!("k{i}"))
+            .filter(|key| bit(key) == bit("k0"))
+            .take(PAIRWISE_KEYS)
+            .collect();
+        assert_eq!(keys.len(), PAIRWISE_KEYS);
+        let members: Vec<String> = keys.iter().map(|key| format!("\"{key}\":0")).collect();
+        assert_eq!(scan(format!("{{{}}}", members.join(",")).as_bytes()), 0);
+        // The first key again, as the last of `PAIRWISE_KEYS`.
+        let first = &keys[0];
+        let repeated = format!(
+            "{{{},\"{first}\":1}}",
+            members[..PAIRWISE_KEYS - 1].join(",")
+        );
+        assert_eq!(scan(repeated.as_bytes()), REPEATED);
+    }
+
+    /// Each object's keys are its own: the same key in an object and in one nested in it, or in
+    /// two sibling objects, is no repeat, and a key repeated around a nested object is.
+    #[test]
+    fn keys_of_nested_objects_are_apart() {
+        assert_eq!(scan(br#"{"a":{"a":1},"b":{"a":2,"b":3}}"#), 0);
+        assert_eq!(scan(br#"[{"a":1},{"a":1}]"#), 0);
+        assert_eq!(scan(br#"{"a":{"b":1},"b":2}"#), 0);
+        assert_eq!(scan(br#"{"a":{"b":1},"b":2,"a":3}"#), REPEATED);
+        assert_eq!(scan(br#"{"a":[{"a":1}],"a":2}"#), REPEATED);
+        assert_eq!(scan(br#"{"a":{"b":{"c":1,"c":2}}}"#), REPEATED);
+    }
+
+    /// A container's node counts its members, ends past its descendants and spans its text, at
+    /// any depth and when empty.
+    #[test]
+    fn containers_count_their_members() {
+        let text = r#"{"a":[1,[],{},[2,3]],"b":{"c":{"d":null}},"e":[],"f":"x"}"#;
+        let (flags, doc) = scan_doc(text);
+        assert_eq!(flags, 0);
+        let doc = doc.expect("a document");
+        let mut containers = 0;
+        for (index, node) in doc.nodes.iter().enumerate() {
+            let (opening, closing) = match node.tag {
+                Tag::Object => (b'{', b'}'),
+                Tag::Array => (b'[', b']'),
+                _ => {
+                    assert_eq!(node.after as usize, index + 1);
+                    continue;
+                }
+            };
+            containers += 1;
+            let mut members = 0;
+            let mut member = index + 1;
+            while member < node.after as usize {
+                member = doc.nodes[member].after as usize;
+                members += 1;
+            }
+            assert_eq!(member, node.after as usize, "node {index}");
+            assert_eq!(
+                node.payload,
+                u64::from(node.after) << 32 | members,
+                "node {index}"
+            );
+            assert_eq!(text.as_bytes()[node.start as usize], opening);
+            assert_eq!(text.as_bytes()[node.end as usize - 1], closing);
+        }
+        assert_eq!(containers, 8);
+        assert_eq!(doc.nodes[0].payload & 0xffff_ffff, 4);
+        assert_eq!(doc.nodes[0].after as usize, doc.nodes.len());
     }
 }
