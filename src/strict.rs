@@ -29,7 +29,7 @@ const PAIRWISE_KEYS: usize = 24;
 /// `Doc` holds what serde_json reads (`scan_doc`).
 pub const DOC_DEPTH: usize = 128;
 
-/// Where a key's bytes are: in the line (no escape) or decoded into the scanner's arena.
+/// Where a key's bytes are: in the line (no escape) or in the scanner's decoded text.
 #[derive(Clone, Copy)]
 struct Key {
     start: usize,
@@ -76,6 +76,17 @@ fn seen_bit(signature: u64) -> u64 {
     1 << (signature.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58)
 }
 
+/// Where the bytes of a member's key are, from its node's span (its signature left 0).
+fn span_key(span: Span) -> Key {
+    let start = span.start as usize;
+    Key {
+        start,
+        end: start + (span.len & !DECODED) as usize,
+        decoded: span.len & DECODED != 0,
+        signature: 0,
+    }
+}
+
 /// What the value being read is in: a container, or nothing (the line's top).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -94,9 +105,9 @@ struct Open {
     /// Its members so far, written to its node once, when it closes: counted on the node, each
     /// member cost a load and a store through the node's index.
     members: u32,
-    /// An object's keys start at this index of `keys`, with the arena at this length.
+    /// An object's keys start at this index of `keys` (for a verdict alone: a document's keys
+    /// are read from its members' nodes).
     keys: usize,
-    arena: usize,
     /// A bit for each of an object's keys so far (`seen_bit`): a key whose bit is clear is not
     /// one of them. Comparing every pair of keys when the object closed cost a quarter of the
     /// scan.
@@ -108,7 +119,6 @@ const TOP: Open = Open {
     node: 0,
     members: 0,
     keys: 0,
-    arena: 0,
     seen: 0,
 };
 
@@ -117,12 +127,14 @@ struct Scanner<'a> {
     text: &'a str,
     line: &'a [u8],
     flags: u32,
+    /// The keys of the objects being read, for a verdict alone; scratch for an object's keys
+    /// sorted when it closes, for a document.
     keys: Vec<Key>,
-    arena: Vec<u8>,
     /// The containers around the one being read, the line's top first.
     frames: Vec<Open>,
-    /// The document being built (`scan_doc`): its nodes, its decoded strings, and whether it
-    /// nests deeper than a `Doc` holds. Untouched for a verdict alone.
+    /// The document being built (`scan_doc`): its nodes, its decoded strings and keys, and
+    /// whether it nests deeper than a `Doc` holds. For a verdict alone, no node, and the decoded
+    /// keys (at most the line's length).
     nodes: Vec<Node>,
     decoded: Vec<u8>,
     too_deep: bool,
@@ -159,7 +171,6 @@ pub fn scan_doc(text: &str) -> (u32, Option<Doc<'_>>) {
 #[derive(Default)]
 pub struct Spare {
     keys: Vec<Key>,
-    arena: Vec<u8>,
     frames: Vec<Open>,
     nodes: Vec<Node>,
     decoded: Vec<u8>,
@@ -184,7 +195,6 @@ impl Spare {
             }
         }
         trim(&mut self.keys);
-        trim(&mut self.arena);
         trim(&mut self.frames);
         trim(&mut self.nodes);
         trim(&mut self.decoded);
@@ -197,12 +207,10 @@ impl Spare {
 pub fn scan_doc_reusing<'t>(text: &'t str, spare: &mut Spare) -> (u32, Option<Doc<'t>>) {
     let mut scanner = Scanner::new(text);
     std::mem::swap(&mut scanner.keys, &mut spare.keys);
-    std::mem::swap(&mut scanner.arena, &mut spare.arena);
     std::mem::swap(&mut scanner.frames, &mut spare.frames);
     std::mem::swap(&mut scanner.nodes, &mut spare.nodes);
     std::mem::swap(&mut scanner.decoded, &mut spare.decoded);
     scanner.keys.clear();
-    scanner.arena.clear();
     scanner.frames.clear();
     scanner.nodes.clear();
     scanner.decoded.clear();
@@ -217,7 +225,6 @@ pub fn scan_doc_reusing<'t>(text: &'t str, spare: &mut Spare) -> (u32, Option<Do
         scanner.document::<false>()
     };
     spare.keys = std::mem::take(&mut scanner.keys);
-    spare.arena = std::mem::take(&mut scanner.arena);
     spare.frames = std::mem::take(&mut scanner.frames);
     let flags = if scanned.is_err() {
         INVALID
@@ -244,15 +251,15 @@ const HIGHS: u64 = 0x8080_8080_8080_8080;
 /// borrow runs on from a matching byte into the next), never below it: the scan only asks where
 /// the first is. Each test is the classic `(x - 0x01..) & !x` (`x - 0x20..` for control
 /// characters), whose lowest set bit is exact; a third fewer operations than testing each byte
-/// exactly.
+/// exactly. The three share one `& !word`: a byte below 0x80 is the same byte XORed with a quote
+/// or a backslash (both below 0x80) only in its high bit, and a byte from 0x80 is never special.
 #[inline]
 fn special_bytes(word: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
-    let quote = word ^ (ONES * b'"' as u64);
-    let backslash = word ^ (ONES * b'\\' as u64);
-    let control = word.wrapping_sub(ONES * 0x20) & !word;
-    (quote.wrapping_sub(ONES) & !quote | backslash.wrapping_sub(ONES) & !backslash | control)
-        & HIGHS
+    let quote = (word ^ (ONES * b'"' as u64)).wrapping_sub(ONES);
+    let backslash = (word ^ (ONES * b'\\' as u64)).wrapping_sub(ONES);
+    let control = word.wrapping_sub(ONES * 0x20);
+    (quote | backslash | control) & !word & HIGHS
 }
 
 fn hex_value(digits: &[u8]) -> Option<u32> {
@@ -299,17 +306,19 @@ fn string(line: &[u8], quote: usize) -> Result<(usize, bool), ()> {
     let mut at = quote + 1;
     let mut escaped = false;
     loop {
-        // Eight bytes at a time up to the next quote, backslash or control character.
-        let (words, _) = line.get(at..).unwrap_or_default().as_chunks::<8>();
-        let mut skipped = words.len() * 8;
-        for (i, word) in words.iter().enumerate() {
-            let special = special_bytes(u64::from_le_bytes(*word));
+        // Eight bytes at a time up to the next quote, backslash or control character (the last
+        // seven of the line one at a time, below). Most strings end within two or three words:
+        // cutting the rest of the line into words first cost more than testing each word's
+        // bounds.
+        while at + 8 <= line.len() {
+            let word = line[at..at + 8].try_into().unwrap_or_default();
+            let special = special_bytes(u64::from_le_bytes(word));
             if special != 0 {
-                skipped = i * 8 + (special.trailing_zeros() / 8) as usize;
+                at += (special.trailing_zeros() / 8) as usize;
                 break;
             }
+            at += 8;
         }
-        at += skipped;
         match line.get(at).copied().ok_or(())? {
             b'"' => return Ok((at, escaped)),
             b'\\' => {
@@ -356,7 +365,6 @@ impl<'a> Scanner<'a> {
             line: text.as_bytes(),
             flags: 0,
             keys: Vec::new(),
-            arena: Vec::new(),
             frames: Vec::new(),
             nodes: Vec::new(),
             decoded: Vec::new(),
@@ -438,7 +446,6 @@ impl<'a> Scanner<'a> {
                             node,
                             members: 0,
                             keys: self.keys.len(),
-                            arena: self.arena.len(),
                             seen: 0,
                         };
                         if kind == Kind::Object {
@@ -537,17 +544,29 @@ impl<'a> Scanner<'a> {
                 signature: line_signature(line, start, end),
             }
         };
-        if self.keys.len() - object.keys < PAIRWISE_KEYS {
+        let index = if BUILD {
+            object.members as usize
+        } else {
+            self.keys.len() - object.keys
+        };
+        if index < PAIRWISE_KEYS {
             let bit = seen_bit(entry.signature);
-            if object.seen & bit != 0 && self.flags & REPEATED == 0 && self.seen(object.keys, entry)
+            if object.seen & bit != 0
+                && self.flags & REPEATED == 0
+                && self.seen::<BUILD>(object, entry)
             {
                 self.flags |= REPEATED;
             }
             object.seen |= bit;
         }
-        self.keys.push(entry);
+        // A document's keys are its members' (`seen`, `close_object`): no list of its own.
         if BUILD {
-            *key = self.span(start, end, escaped)?;
+            *key = Span {
+                start: entry.start as u32,
+                len: (entry.end - entry.start) as u32 | if escaped { DECODED } else { 0 },
+            };
+        } else {
+            self.keys.push(entry);
         }
         let at = whitespace(line, end + 1);
         if line.get(at) == Some(&b':') {
@@ -582,25 +601,40 @@ impl<'a> Scanner<'a> {
 
     /// `object` closed at `at`: its node, and whether it holds a key twice.
     fn close_object<const BUILD: bool>(&mut self, object: Open, at: usize) {
-        if BUILD {
-            self.close_container(object, at);
+        if !BUILD {
+            if self.keys.len() - object.keys > PAIRWISE_KEYS
+                && self.flags & REPEATED == 0
+                && self.repeats(object.keys)
+            {
+                self.flags |= REPEATED;
+            }
+            self.keys.truncate(object.keys);
+            return;
         }
-        if self.keys.len() - object.keys > PAIRWISE_KEYS
-            && self.flags & REPEATED == 0
-            && self.repeats(object.keys)
-        {
-            self.flags |= REPEATED;
+        self.close_container(object, at);
+        if object.members as usize > PAIRWISE_KEYS && self.flags & REPEATED == 0 {
+            self.keys.clear();
+            let mut member = object.node as usize + 1;
+            while let Some(&node) = self.nodes.get(member) {
+                let key = span_key(node.key);
+                let signature = signature(self.key_bytes(key));
+                self.keys.push(Key { signature, ..key });
+                member = node.after as usize;
+            }
+            if self.repeats(0) {
+                self.flags |= REPEATED;
+            }
+            self.keys.clear();
         }
-        self.keys.truncate(object.keys);
-        self.arena.truncate(object.arena);
     }
 
     fn key_bytes(&self, key: Key) -> &[u8] {
-        if key.decoded {
-            &self.arena[key.start..key.end]
+        let source = if key.decoded {
+            &self.decoded[..]
         } else {
-            &self.line[key.start..key.end]
-        }
+            self.line
+        };
+        source.get(key.start..key.end).unwrap_or_default()
     }
 
     /// Whether two keys of the same signature are the same key. Not inlined: keys' signatures
@@ -611,13 +645,24 @@ impl<'a> Scanner<'a> {
         self.key_bytes(a) == self.key_bytes(b)
     }
 
-    /// Whether `key` is one of the keys from index `first` on. Not inlined: a key's bit is
-    /// seldom set already.
+    /// Whether `key` is one of the keys of `object` so far: in `keys`, or its members' nodes
+    /// (`BUILD`). Not inlined: a key's bit is seldom set already.
     #[inline(never)]
-    fn seen(&self, first: usize, key: Key) -> bool {
-        self.keys[first..]
-            .iter()
-            .any(|&seen| seen.signature == key.signature && self.same_key(seen, key))
+    fn seen<const BUILD: bool>(&self, object: &Open, key: Key) -> bool {
+        if !BUILD {
+            return self.keys[object.keys..]
+                .iter()
+                .any(|&seen| seen.signature == key.signature && self.same_key(seen, key));
+        }
+        let bytes = self.key_bytes(key);
+        let mut member = object.node as usize + 1;
+        while let Some(node) = self.nodes.get(member) {
+            if self.key_bytes(span_key(node.key)) == bytes {
+                return true;
+            }
+            member = node.after as usize;
+        }
+        false
     }
 
     /// Whether the keys from index `first` on hold one twice.
@@ -758,15 +803,16 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// The key between `start` and `end` (escapes already checked), decoded into the arena.
+    /// The key between `start` and `end` (escapes already checked), decoded onto the decoded
+    /// text: a document's key, as its value's span (`member_key`), with no second decoding.
     fn decode_key(&mut self, start: usize, end: usize) -> Result<Key, ()> {
-        let from = self.arena.len();
-        decode(self.line, start, end, &mut self.arena)?;
+        let from = self.decoded.len();
+        decode(self.line, start, end, &mut self.decoded)?;
         Ok(Key {
             start: from,
-            end: self.arena.len(),
+            end: self.decoded.len(),
             decoded: true,
-            signature: signature(&self.arena[from..]),
+            signature: signature(&self.decoded[from..]),
         })
     }
 }
@@ -847,6 +893,15 @@ fn fits_64_bits(digits: &[u8], negative: bool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The verdict on a line, which a document's scan (which reads keys from its members'
+    /// nodes) must give too.
+    fn verdict(line: &[u8]) -> u32 {
+        let flags = scan(line);
+        let text = std::str::from_utf8(line).expect("UTF-8");
+        assert_eq!(scan_doc(text).0, flags, "{text}");
+        flags
+    }
 
     #[test]
     fn verdicts() {
@@ -985,9 +1040,9 @@ mod tests {
     #[test]
     fn many_keys() {
         let members: Vec<String> = (0..100).map(|i| format!("\"k{i}\":{i}")).collect();
-        assert_eq!(scan(format!("{{{}}}", members.join(",")).as_bytes()), 0);
+        assert_eq!(verdict(format!("{{{}}}", members.join(",")).as_bytes()), 0);
         assert_eq!(
-            scan(format!("{{{},\"k7\":0}}", members.join(",")).as_bytes()),
+            verdict(format!("{{{},\"k7\":0}}", members.join(",")).as_bytes()),
             REPEATED
         );
     }
@@ -1001,21 +1056,25 @@ mod tests {
                 .map(|i| format!("\"model_call_{i:03}\":{i}"))
                 .collect();
             let object = members.join(",");
-            assert_eq!(scan(format!("{{{object}}}").as_bytes()), 0, "{count} keys");
+            assert_eq!(
+                verdict(format!("{{{object}}}").as_bytes()),
+                0,
+                "{count} keys"
+            );
             for repeated in ["\"model_call_001\"", "\"model_call_\\u0030\\u00301\""] {
                 assert_eq!(
-                    scan(format!("{{{object},{repeated}:0}}").as_bytes()),
+                    verdict(format!("{{{object},{repeated}:0}}").as_bytes()),
                     REPEATED,
                     "{count} keys and {repeated}"
                 );
             }
             assert_eq!(
-                scan(format!("{{{object},\"model_call_999\":0}}").as_bytes()),
+                verdict(format!("{{{object},\"model_call_999\":0}}").as_bytes()),
                 0
             );
         }
-        assert_eq!(scan(br#"{"":1,"a":2,"":3}"#), REPEATED);
-        assert_eq!(scan(br#"{"abcdefgh":1,"abcdefgi":2}"#), 0);
+        assert_eq!(verdict(br#"{"":1,"a":2,"":3}"#), REPEATED);
+        assert_eq!(verdict(br#"{"abcdefgh":1,"abcdefgi":2}"#), 0);
     }
 
     /// A key repeated at any position of an object is found, whether its keys are compared as
@@ -1028,12 +1087,16 @@ mod tests {
         };
         for count in 1..=PAIRWISE_KEYS + 2 {
             let keys: Vec<String> = (0..count).map(|i| format!("key{i}")).collect();
-            assert_eq!(scan(object(&keys).as_bytes()), 0, "{count} keys");
+            assert_eq!(verdict(object(&keys).as_bytes()), 0, "{count} keys");
             for first in 0..count {
                 for at in first + 1..=count {
                     let mut repeated = keys.clone();
                     repeated.insert(at, keys[first].clone());
-                    assert_eq!(scan(object(&repeated).as_bytes()), REPEATED, "{repeated:?}");
+                    assert_eq!(
+                        verdict(object(&repeated).as_bytes()),
+                        REPEATED,
+                        "{repeated:?}"
+                    );
                 }
             }
         }
@@ -1050,26 +1113,33 @@ mod tests {
             .collect();
         assert_eq!(keys.len(), PAIRWISE_KEYS);
         let members: Vec<String> = keys.iter().map(|key| format!("\"{key}\":0")).collect();
-        assert_eq!(scan(format!("{{{}}}", members.join(",")).as_bytes()), 0);
+        assert_eq!(verdict(format!("{{{}}}", members.join(",")).as_bytes()), 0);
         // The first key again, as the last of `PAIRWISE_KEYS`.
         let first = &keys[0];
         let repeated = format!(
             "{{{},\"{first}\":1}}",
             members[..PAIRWISE_KEYS - 1].join(",")
         );
-        assert_eq!(scan(repeated.as_bytes()), REPEATED);
+        assert_eq!(verdict(repeated.as_bytes()), REPEATED);
     }
 
     /// Each object's keys are its own: the same key in an object and in one nested in it, or in
     /// two sibling objects, is no repeat, and a key repeated around a nested object is.
     #[test]
     fn keys_of_nested_objects_are_apart() {
-        assert_eq!(scan(br#"{"a":{"a":1},"b":{"a":2,"b":3}}"#), 0);
-        assert_eq!(scan(br#"[{"a":1},{"a":1}]"#), 0);
-        assert_eq!(scan(br#"{"a":{"b":1},"b":2}"#), 0);
-        assert_eq!(scan(br#"{"a":{"b":1},"b":2,"a":3}"#), REPEATED);
-        assert_eq!(scan(br#"{"a":[{"a":1}],"a":2}"#), REPEATED);
-        assert_eq!(scan(br#"{"a":{"b":{"c":1,"c":2}}}"#), REPEATED);
+        assert_eq!(verdict(br#"{"a":{"a":1},"b":{"a":2,"b":3}}"#), 0);
+        assert_eq!(verdict(br#"[{"a":1},{"a":1}]"#), 0);
+        assert_eq!(verdict(br#"{"a":{"b":1},"b":2}"#), 0);
+        assert_eq!(verdict(br#"{"a":{"b":1},"b":2,"a":3}"#), REPEATED);
+        assert_eq!(verdict(br#"{"a":[{"a":1}],"a":2}"#), REPEATED);
+        assert_eq!(verdict(br#"{"a":{"b":{"c":1,"c":2}}}"#), REPEATED);
+        // A key with an escape, decoded, against one without, each first or second.
+        assert_eq!(
+            verdict(br#"{"x":[1,{"a":2}],"\u0061b":{"ab":3},"ab":4}"#),
+            REPEATED
+        );
+        assert_eq!(verdict(br#"{"ab":{"a\u0062":1},"a\u0062":2}"#), REPEATED);
+        assert_eq!(verdict(br#"{"\n":1,"n":2,"\\n":3}"#), 0);
     }
 
     /// A container's node counts its members, ends past its descendants and spans its text, at
