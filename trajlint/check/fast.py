@@ -157,10 +157,7 @@ def gapless(parts: list[tuple[str, str, str]]) -> bool:
     """Whether a proved row's extracted gap lists (`EXTRACTS`) are all empty or absent: a rule
     that reads the gaps alone (observation-gap) finds nothing on the row, and the fast path does
     not run it (a run that checks the core still does, and compares)."""
-    for _, key, text in parts:  # a loop: a generator costs more than the few parts it reads
-        if key == "gaps" and text != "[]":  # an empty list comes back as `[]`
-            return False
-    return True
+    return all(text == "[]" for _, key, text in parts if key == "gaps")  # an empty list comes back as `[]`
 
 
 def prover() -> Any:
