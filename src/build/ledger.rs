@@ -15,6 +15,8 @@
 //! form, the candidates of a form are one shared slice, and an invocation id repeated many
 //! times claims its sessions' calls once.
 
+use std::collections::hash_map::Entry as Slot;
+
 use crate::hash::{HashMap, HashSet};
 
 use crate::doc::{self, Children, Object, Value};
@@ -132,21 +134,61 @@ pub struct Unresolved<'a> {
 /// reference gives them), else by the exact (model_ref, response_id) pair.
 #[derive(Default, Debug)]
 pub struct CallIndex<'a> {
-    found: HashMap<RefKey<'a>, Vec<usize>>,
+    found: HashMap<RefKey<'a>, Positions>,
+}
+
+/// The calls of one form. Nearly every form names one call: held inline, it costs no allocation.
+#[derive(Debug)]
+enum Positions {
+    One(usize),
+    Many(Vec<usize>),
+}
+
+impl Positions {
+    fn push(&mut self, index: usize) {
+        match self {
+            Positions::One(first) => *self = Positions::Many(vec![*first, index]),
+            Positions::Many(all) => all.push(index),
+        }
+    }
+
+    fn as_slice(&self) -> &[usize] {
+        match self {
+            Positions::One(index) => std::slice::from_ref(index),
+            Positions::Many(all) => all,
+        }
+    }
 }
 
 impl<'a> CallIndex<'a> {
     pub fn new(calls: &[Entry<'a>]) -> Self {
-        let mut found: HashMap<RefKey<'a>, Vec<usize>> = HashMap::default();
+        // Sized for the forms a call with an id, a server and a response id gives (five), so
+        // that the map never grows while filling.
+        let forms = calls
+            .iter()
+            .map(|entry| {
+                let (server, response) = (entry.server.is_some(), entry.response_id.is_some());
+                let both = usize::from(server && response);
+                let by_id = entry.model_call_id.map_or(0, |_| {
+                    1 + usize::from(server) + usize::from(response) + both
+                });
+                by_id + both
+            })
+            .sum();
+        let mut found: HashMap<RefKey<'a>, Positions> =
+            HashMap::with_capacity_and_hasher(forms, Default::default());
         let mut add = |call_id, server, response_id, index| {
-            found
-                .entry(RefKey {
-                    call_id,
-                    server,
-                    response_id,
-                })
-                .or_default()
-                .push(index)
+            let key = RefKey {
+                call_id,
+                server,
+                response_id,
+            };
+            match found.entry(key) {
+                Slot::Occupied(mut held) => held.get_mut().push(index),
+                Slot::Vacant(slot) => {
+                    slot.insert(Positions::One(index));
+                }
+            }
         };
         for (index, entry) in calls.iter().enumerate() {
             let (server, response_id) = (entry.server, entry.response_id);
@@ -175,7 +217,7 @@ impl<'a> CallIndex<'a> {
         if key.call_id.is_none() && (key.server.is_none() || key.response_id.is_none()) {
             return None;
         }
-        Some(self.found.get(&key).map_or(&[], Vec::as_slice))
+        Some(self.found.get(&key).map_or(&[], Positions::as_slice))
     }
 }
 

@@ -90,15 +90,14 @@ fn capture_clean(row: Object<'_>) -> bool {
     let Some(capture) = row.get("ng_model_call_capture").and_then(Value::as_object) else {
         return true;
     };
-    let calls_clean = objects(capture.get("calls")).all(|call| {
-        counts_clean(call, &CAPTURE_CALL) && total_clean(call, &CAPTURE_TOTAL) && in_order(call)
-    });
+    let calls_clean = objects(capture.get("calls"))
+        .all(|call| item_clean(call, &CAPTURE_CALL, Some(&CAPTURE_TOTAL), true));
     calls_clean
         && capture
             .get("metrics")
             .and_then(Value::as_object)
             .is_none_or(|metrics| {
-                counts_clean(metrics, &CAPTURE_METRICS) && total_clean(metrics, &CAPTURE_TOTAL)
+                item_clean(metrics, &CAPTURE_METRICS, Some(&CAPTURE_TOTAL), false)
             })
 }
 
@@ -112,7 +111,7 @@ fn observations_clean(row: Object<'_>) -> bool {
         };
         match kind {
             "agent_invocation" => counts_clean(record, &DURATION),
-            "tool_call" => counts_clean(record, &DURATION) && in_order(record),
+            "tool_call" => item_clean(record, &DURATION, None, true),
             "sandbox" => counts_clean(record, &SANDBOX),
             "context_compaction" => counts_clean(record, &COMPACTION),
             _ => true,
@@ -127,8 +126,7 @@ fn trajectory_clean(row: Object<'_>) -> bool {
     objects(stated.get("invocations")).all(|invocation| counts_clean(invocation, &DURATION))
         && objects(stated.get("turns")).all(|turn| counts_clean(turn, &TURN))
         && objects(stated.get("model_calls")).all(|call| {
-            counts_clean(call, &DURATION)
-                && in_order(call)
+            item_clean(call, &DURATION, None, true)
                 && call
                     .get("response_metadata")
                     .and_then(Value::as_object)
@@ -136,22 +134,61 @@ fn trajectory_clean(row: Object<'_>) -> bool {
                 && call
                     .get("token_stats")
                     .and_then(Value::as_object)
-                    .is_none_or(|stats| {
-                        counts_clean(stats, &TOKEN_STATS) && total_clean(stats, &STATS_TOTAL)
-                    })
+                    .is_none_or(|stats| item_clean(stats, &TOKEN_STATS, Some(&STATS_TOTAL), false))
         })
-        && objects(stated.get("tool_calls"))
-            .all(|tool| counts_clean(tool, &DURATION) && in_order(tool))
+        && objects(stated.get("tool_calls")).all(|tool| item_clean(tool, &DURATION, None, true))
 }
 
 fn verifiers_clean(row: Object<'_>) -> bool {
     objects(row.get("ng_verifier_invocations"))
-        .all(|verifier| counts_clean(verifier, &DURATION) && in_order(verifier))
+        .all(|verifier| item_clean(verifier, &DURATION, None, true))
 }
 
 /// The objects of a list (`walk.items`: anything else in it, or anything but a list, is skipped).
 fn objects(list: Option<Value<'_>>) -> impl Iterator<Item = Object<'_>> {
     items(list).filter_map(Value::as_object)
+}
+
+/// `counts_clean`, then `parts_within_total` of the names of `total` and, when `times`,
+/// `times_in_order` of `started_at` and `completed_at`, all read in one walk of the item's
+/// members: a document holds no repeated key, so each name the walk meets is the member `get`
+/// finds, and a name it never meets is one `get` finds nothing of. A lookup a name walked the
+/// members once a name.
+fn item_clean(item: Object<'_>, fields: &[Field], total: Option<&[&str; 3]>, times: bool) -> bool {
+    // The lengths of the names looked for, one bit each (all are under 64 bytes): most members
+    // are told apart by length alone, without comparing a name.
+    let bit = |name: &str| 1u64 << name.len();
+    let mut lengths = fields.iter().fold(0, |bits, field| bits | bit(field.name));
+    if let Some(names) = total {
+        lengths |= names.iter().fold(0, |bits, &name| bits | bit(name));
+    }
+    if times {
+        lengths |= bit("started_at") | bit("completed_at");
+    }
+    let mut parts = [None; 3];
+    let (mut started, mut completed) = (None, None);
+    for (key, value) in item {
+        if lengths.checked_shr(key.len() as u32).unwrap_or(0) & 1 == 0 {
+            continue;
+        }
+        if let Some(field) = fields.iter().find(|field| field.name == key) {
+            if !count_clean(value, field) {
+                return false;
+            }
+        }
+        if let Some(at) = total.and_then(|names| names.iter().position(|&name| name == key)) {
+            parts[at] = Some(value);
+        }
+        if times {
+            match key {
+                "started_at" => started = Some(value),
+                "completed_at" => completed = Some(value),
+                _ => {}
+            }
+        }
+    }
+    (total.is_none() || parts_within_total(parts.map(|part| part.and_then(Value::as_u64))))
+        && (!times || times_in_order(started, completed))
 }
 
 fn counts_clean(item: Object<'_>, fields: &[Field]) -> bool {
@@ -187,9 +224,8 @@ fn count_clean(value: Value<'_>, field: &Field) -> bool {
 
 /// `token-total-inconsistent`: no total below input + output when all three are usable counts
 /// (JSON integers >= 0; `values.nonnegative_int`).
-fn total_clean(item: Object<'_>, names: &[&str; 3]) -> bool {
-    let usable = |name: &str| item.get(name).and_then(Value::as_u64);
-    match (usable(names[0]), usable(names[1]), usable(names[2])) {
+fn parts_within_total(parts: [Option<u64>; 3]) -> bool {
+    match (parts[0], parts[1], parts[2]) {
         (Some(tokens_in), Some(tokens_out), Some(total)) => {
             u128::from(total) >= u128::from(tokens_in) + u128::from(tokens_out)
         }
@@ -198,10 +234,10 @@ fn total_clean(item: Object<'_>, names: &[&str; 3]) -> bool {
 }
 
 /// `time-reversed`: not completed before started, when both are numbers (not booleans).
-fn in_order(item: Object<'_>) -> bool {
+fn times_in_order(started: Option<Value<'_>>, completed: Option<Value<'_>>) -> bool {
     match (
-        item.get("started_at").and_then(Value::as_number),
-        item.get("completed_at").and_then(Value::as_number),
+        started.and_then(Value::as_number),
+        completed.and_then(Value::as_number),
     ) {
         (Some(started), Some(completed)) => not_before(completed, started).unwrap_or(false),
         _ => true,

@@ -24,12 +24,12 @@ use crate::build::turns::{self, Turn};
 use crate::doc::{Json, Object, Value};
 use crate::families::Row;
 use crate::row::{
-    evidence, CAPTURE as HAS_CAPTURE, MODEL_CALLS, OBSERVATIONS as HAS_OBSERVATIONS, TRAJECTORY,
+    CAPTURE as HAS_CAPTURE, MODEL_CALLS, OBSERVATIONS as HAS_OBSERVATIONS, TRAJECTORY,
 };
 
 pub fn clean(shared: &Row<'_>) -> bool {
     let row = shared.doc;
-    let held = evidence(row);
+    let held = shared.evidence();
     let drift_runs = held & (TRAJECTORY | MODEL_CALLS) == TRAJECTORY | MODEL_CALLS;
     let gaps_run = held & (TRAJECTORY | HAS_OBSERVATIONS | HAS_CAPTURE)
         == TRAJECTORY | HAS_OBSERVATIONS | HAS_CAPTURE;

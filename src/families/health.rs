@@ -294,17 +294,26 @@ impl Call<'_> {
         !self.failed() && self.status_code.is_none_or(|s| (200..400).contains(&s))
     }
 
-    /// `_call_identity`.
-    fn identity(&self) -> Option<String> {
+    /// `_call_identity`. An id's identity ("call:" and the id) equals no response's ("response:"
+    /// and more), so it is kept as the id alone, unwritten; a response's is written out, since
+    /// colons in its parts can make two different parts read as one identity.
+    fn identity(&self) -> Option<Identity<'_>> {
         if let Some(id) = self.model_call_id.filter(|id| !id.is_empty()) {
-            return Some(format!("call:{id}"));
+            return Some(Identity::Call(id));
         }
         let response_id = self.response_id.filter(|id| !id.is_empty())?;
-        Some(match self.model_ref {
+        Some(Identity::Response(match self.model_ref {
             Some((kind, name)) => format!("response:{kind}:{name}:{response_id}"),
             None => format!("response::{response_id}"),
-        })
+        }))
     }
+}
+
+/// A call's identity (`Call::identity`): equal exactly when `_call_identity`'s strings are.
+#[derive(PartialEq, Eq, Hash)]
+enum Identity<'a> {
+    Call(&'a str),
+    Response(String),
 }
 
 /// A time as Python compares it, when f64 holds it exactly.
@@ -774,18 +783,16 @@ fn bind<'a>(ledger: &Ledger<'a>, keys: &[RefKey<'a>]) -> Bindings {
         references: keys.len(),
         ..Bindings::default()
     };
-    let mut matched = HashSet::default();
     for key in keys {
         match ledger.index.matches(Some(*key)).unwrap_or(&[]) {
             [] => bindings.missing += 1,
-            [one] => {
-                matched.insert(*one);
-            }
+            [one] => bindings.matched.push(*one),
             _ => bindings.duplicated += 1,
         }
     }
-    bindings.matched = matched.into_iter().collect();
+    // Sorted, each call once: a few positions sort for less than a set costs to build.
     bindings.matched.sort_unstable();
+    bindings.matched.dedup();
     bindings
 }
 
@@ -943,13 +950,14 @@ pub fn judge(shared: &Row<'_>) -> Option<Judgement> {
     };
     let owned = owned.as_ref().unwrap_or(&turn_bindings);
     let usage = transcript(row)?;
-    let bound: HashSet<usize> = turn_bindings.matched.iter().copied().collect();
+    // `matched` is sorted.
+    let bound = |i: &usize| turn_bindings.matched.binary_search(i).is_ok();
     let helpers: Vec<usize> = ledger
         .calls
         .iter()
         .enumerate()
         .filter(|(i, e)| {
-            !bound.contains(i) && e.claimed_as(Kind::Compaction) && !e.claimed_as(Kind::Verifier)
+            !bound(i) && e.claimed_as(Kind::Compaction) && !e.claimed_as(Kind::Verifier)
         })
         .map(|(i, _)| i)
         .collect();

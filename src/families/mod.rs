@@ -37,6 +37,7 @@ pub struct Row<'d> {
     pub text: &'d str,
     pub doc: Object<'d>,
     ledger: OnceCell<Option<Ledger<'d>>>,
+    evidence: OnceCell<u32>,
     sections_valid: Cell<bool>,
 }
 
@@ -46,6 +47,7 @@ impl<'d> Row<'d> {
             text,
             doc,
             ledger: OnceCell::new(),
+            evidence: OnceCell::new(),
             sections_valid: Cell::new(false),
         }
     }
@@ -59,6 +61,12 @@ impl<'d> Row<'d> {
 
     pub(crate) fn sections_proved_valid(&self) {
         self.sections_valid.set(true);
+    }
+
+    /// The evidence the row holds (`row::evidence`), which the ownership and drift families
+    /// both read: found on first use.
+    pub fn evidence(&self) -> u32 {
+        *self.evidence.get_or_init(|| crate::row::evidence(self.doc))
     }
 
     /// The row's ownership ledger (`ledger::build`), which the ownership, drift and health

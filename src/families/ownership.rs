@@ -12,7 +12,7 @@ use crate::hash::HashSet;
 
 use crate::build::ledger::{self, Entry, Kind, Ledger, Reason};
 use crate::families::Row;
-use crate::row::{evidence, MODEL_CALLS};
+use crate::row::MODEL_CALLS;
 
 pub fn clean(row: &Row<'_>) -> bool {
     unowned(row).is_some_and(|calls| calls.is_empty())
@@ -35,7 +35,7 @@ pub struct Unowned<'a> {
 /// verifier claims), so the core hands its findings back instead of leaving such rows to the
 /// Python path.
 pub fn unowned<'a>(row: &Row<'a>) -> Option<Vec<Unowned<'a>>> {
-    if evidence(row.doc) & MODEL_CALLS == 0 {
+    if row.evidence() & MODEL_CALLS == 0 {
         // Every rule but TL202 reads model calls, and TL202 judges calls: no call, no finding.
         return Some(Vec::new());
     }
