@@ -126,7 +126,7 @@ fn prove(
         None
     };
     Some((
-        row::evidence(row.doc),
+        row.evidence(),
         row::identity(row.doc),
         row::extracted(row.doc, extracts),
         judgement.filter(|_| judge).map(judgement_tuple),
