@@ -6,6 +6,7 @@ Module sets, not times: the start-up times are measured by bench/startup.py.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -21,7 +22,7 @@ ROW = (ROOT / "examples" / "clean.jsonl").read_text(encoding="utf-8").splitlines
 pytestmark = pytest.mark.slow
 
 
-def _imported(tmp_path: Path, *args: str, stdin: str | None = None) -> tuple[set[str], str]:
+def _imported(tmp_path: Path, *args: str, stdin: str | None = None, status: int = 0) -> tuple[set[str], str]:
     """The modules `python -X importtime -m trajlint ARGS` imports, and its standard output."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("TRAJLINT_NO_CACHE", None)
@@ -33,7 +34,7 @@ def _imported(tmp_path: Path, *args: str, stdin: str | None = None) -> tuple[set
         capture_output=True,
         text=True,
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == status, proc.stderr[-3000:]
     modules = {
         line.split("|")[2].strip()
         for line in proc.stderr.splitlines()
@@ -99,3 +100,22 @@ def test_check_without_health_rules_loads_no_health_report(tmp_path):
     modules, _ = _imported(tmp_path, "check", "--isolated", "--no-cache", "--select", "TL101", str(path))
     assert "trajlint.check.engine" in modules
     assert sorted({"trajlint.report.health", "trajlint.check.cache"} & modules) == []
+
+
+
+def test_rows_the_core_proves_load_no_schema_validator(tmp_path):
+    from trajlint.check import fast
+    from trajlint.read import native
+
+    if not native.available() or fast.prover() is None:
+        pytest.skip("the native core is not built here: every row is validated the Python way")
+    path = _one_row(tmp_path)
+    modules, out = _imported(tmp_path, "check", "--isolated", "--no-cache", "--output-format", "json", str(path))
+    assert json.loads(out)["findings"] == []
+    # The core proved the row: jsonschema-rs, the Python rules' validator, is found, never loaded.
+    assert "jsonschema_rs" not in modules
+    # A row the Python path validates loads it.
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(ROW.replace('"_ng_rollout_index": 0', '"_ng_rollout_index": "x"', 1), encoding="utf-8")
+    modules, _ = _imported(tmp_path, "check", "--isolated", "--no-cache", str(broken), status=1)
+    assert "jsonschema_rs" in modules

@@ -197,12 +197,15 @@ def _same_validation(module: Any) -> bool:
 def _jsonschema_rs_version() -> str | None:
     """The installed jsonschema-rs's version, from the metadata of its distribution beside the
     package where there is one such (what `importlib.metadata` reads; importing that costs
-    every run's start about 15 ms), else from `importlib.metadata`."""
+    every run's start about 15 ms), else from `importlib.metadata`. The package is found, not
+    imported: a process whose rows the core proves never needs it."""
+    import importlib.util
     from pathlib import Path
 
-    import jsonschema_rs
-
-    found = list(Path(jsonschema_rs.__file__).parent.parent.glob("jsonschema_rs-*.dist-info/METADATA"))
+    spec = importlib.util.find_spec("jsonschema_rs")
+    if spec is None or spec.origin is None:
+        return None
+    found = list(Path(spec.origin).parent.parent.glob("jsonschema_rs-*.dist-info/METADATA"))
     if len(found) == 1:
         with found[0].open(encoding="utf-8") as metadata:
             for line in metadata:
