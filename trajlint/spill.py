@@ -35,10 +35,11 @@ def _setting(name: str, default: int) -> int:
 
 #: Items per block, and items a `Sorted` sorts in memory before writing them as one run. A
 #: run keeps several sorted sequences at once (findings, both identity rules, the health
-#: index), each holding up to `SORT_ITEMS` live objects: 4,096 rather than 20,000 took a
-#: 20,000-row run from 82 to 69 MiB at no measurable cost in time (bench/README.md).
+#: index). At 4,096 a 20,000-row run peaked at 69 MiB instead of 82, but packing and merging
+#: its items cost the reporting process about 0.25 s of CPU, most of it with `--jobs 2`, where
+#: that process is the one that absorbs every row.
 BLOCK_ITEMS = 1024
-SORT_ITEMS = 4096
+SORT_ITEMS = 20_000
 #: Compressed bytes of blocks a sequence keeps in memory before the rest goes to disk.
 MEMORY_BYTES = 8 * 1024 * 1024
 #: Runs merged at once; past it they are merged into one first.
@@ -129,8 +130,7 @@ class Packed(_ReadBack[T]):
         self._spill = spill
         self._disk = disk
         self._block = block or _block_items()
-        for item in items:
-            self.append(item)
+        self.extend(items)
 
     def __getstate__(self) -> dict[str, Any]:
         blocks = [self._disk.read(*b) if isinstance(b, tuple) else b for b in self._blocks]  # type: ignore[union-attr]
@@ -152,8 +152,19 @@ class Packed(_ReadBack[T]):
             self._seal()
 
     def extend(self, items: Iterable[T]) -> None:
-        for item in items:
-            self.append(item)
+        if not isinstance(items, list):
+            for item in items:
+                self.append(item)
+            return
+        # A list (a sorted chunk): taken a block at a time, not an item at a time.
+        start = 0
+        while start < len(items):
+            taken = items[start : start + self._block - len(self._tail)]
+            self._tail.extend(taken)
+            self._length += len(taken)
+            start += len(taken)
+            if len(self._tail) >= self._block:
+                self._seal()
 
     def _seal(self) -> None:
         data = zlib.compress(pickle.dumps(self._tail, pickle.HIGHEST_PROTOCOL), 1)
