@@ -8,6 +8,10 @@ single process among it and the children it waited for. Wall and CPU time are ta
 command inside the trampoline, leaving the trampoline's own start-up out. For commands that fan
 out to worker processes, the summed RSS of the command's process tree is also sampled from /proc
 every 20 ms (Linux only), since the largest single process then understates what the run needs.
+That sum counts a page shared by several processes (the interpreter, a library's code, what a
+forked worker inherited and never wrote) once in each; the summed PSS (`smaps_rollup`, each
+shared page divided among its sharers) is sampled beside it: what the tree takes from the
+machine.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ class Measurement:
     tree_rss_mib: float | None  # sampled sum over the process tree; None where /proc is missing
     returncode: int
     stderr_tail: str
+    tree_pss_mib: float | None = None  # the same for proportional set sizes (shared pages divided)
 
 
 def _children(pid: int) -> list[int]:
@@ -44,9 +49,11 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def _tree_rss(root: int) -> int:
-    """Resident bytes of every process below `root` (the trampoline itself left out)."""
-    total, stack, seen = 0, _children(root), {root}
+def _tree_memory(root: int) -> tuple[int, int]:
+    """(resident bytes, proportional bytes) of every process below `root` (the trampoline itself
+    left out); the second is 0 where `smaps_rollup` cannot be read."""
+    rss = pss = 0
+    stack, seen = _children(root), {root}
     while stack:
         p = stack.pop()
         if p in seen:
@@ -54,23 +61,36 @@ def _tree_rss(root: int) -> int:
         seen.add(p)
         try:
             with open(f"/proc/{p}/statm") as handle:
-                total += int(handle.read().split()[1]) * _PAGE
+                rss += int(handle.read().split()[1]) * _PAGE
         except (OSError, IndexError, ValueError):
             continue
+        pss += _pss(p)
         stack.extend(_children(p))
-    return total
+    return rss, pss
+
+
+def _pss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as handle:
+            for line in handle:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, IndexError, ValueError):
+        pass
+    return 0
 
 
 class _TreeSampler(threading.Thread):
     def __init__(self, pid: int, interval: float = 0.02):
         super().__init__(daemon=True)
         self.pid, self.interval = pid, interval
-        self.peak = 0
+        self.peak = self.peak_pss = 0
         self.done = threading.Event()
 
     def run(self) -> None:
         while not self.done.is_set():
-            self.peak = max(self.peak, _tree_rss(self.pid))
+            rss, pss = _tree_memory(self.pid)
+            self.peak, self.peak_pss = max(self.peak, rss), max(self.peak_pss, pss)
             self.done.wait(self.interval)
 
 
@@ -125,6 +145,7 @@ def run(
         cpu_s=float(cpu),
         peak_rss_mib=int(maxrss_kib) / 1024,  # kilobytes on Linux
         tree_rss_mib=sampler.peak / 2**20 if sampler and sampler.peak else None,
+        tree_pss_mib=sampler.peak_pss / 2**20 if sampler and sampler.peak_pss else None,
         returncode=os.waitstatus_to_exitcode(int(status)),
         stderr_tail=tail,
     )

@@ -264,7 +264,7 @@ def report(path: Path, counts: dict, main: list[Subject], startup: list[Subject]
         + f", {counts['lines']:,} lines, {counts['rows']:,} parse as JSON",
         f"medians of {args.repeat} runs, each a separate process; [min–max] wall time",
         "",
-        f"{'':44} {'wall s':>18} {'MB/s':>8} {'rows/s':>9} {'CPU s':>8} {'peak RSS':>10} {'tree RSS':>10}  exit",
+        f"{'':44} {'wall s':>18} {'MB/s':>8} {'rows/s':>9} {'CPU s':>8} {'peak RSS':>10} {'tree RSS':>10} {'tree PSS':>10}  exit",
     ]
     for s in main + startup:
         if not s.runs:
@@ -278,7 +278,8 @@ def report(path: Path, counts: dict, main: list[Subject], startup: list[Subject]
         lines.append(
             f"{s.label:44} {spread:>18} {_fmt(size_mb / wall if throughput else None, '8.1f'):>8} "
             f"{_fmt(counts['lines'] / wall if throughput else None, '9,.0f'):>9} {_fmt(s.median('cpu_s'), '8.2f'):>8} "
-            f"{_fmt(s.median('peak_rss_mib'), '7.0f', ' MiB'):>10} {_fmt(s.median('tree_rss_mib'), '7.0f', ' MiB'):>10}  "
+            f"{_fmt(s.median('peak_rss_mib'), '7.0f', ' MiB'):>10} {_fmt(s.median('tree_rss_mib'), '7.0f', ' MiB'):>10} "
+            f"{_fmt(s.median('tree_pss_mib'), '7.0f', ' MiB'):>10}  "
             f"{','.join(map(str, codes))}"
         )
         if any(m.returncode not in (0, 1) for m in s.runs):
@@ -303,7 +304,8 @@ def report(path: Path, counts: dict, main: list[Subject], startup: list[Subject]
         ratio("fast_off", "fast", "(f0)/(f) the core's families: Python / fast path"),
         ratio("floor", "fast", "(a)/(f) the core's families, throughput as a share of the floor's"),
         "",
-        "peak RSS: the largest single process (kernel rusage); tree RSS: sampled sum over the process and its workers.",
+        "peak RSS: the largest single process (kernel rusage); tree RSS: sampled sum over the process and its workers;",
+        "tree PSS: the same for proportional sizes, a page shared by several processes divided among them.",
     ]
     census = args.census
     if census is None:
