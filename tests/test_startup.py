@@ -102,7 +102,6 @@ def test_check_without_health_rules_loads_no_health_report(tmp_path):
     assert sorted({"trajlint.report.health", "trajlint.check.cache"} & modules) == []
 
 
-
 def test_rows_the_core_proves_load_no_schema_validator(tmp_path):
     from trajlint.check import fast
     from trajlint.read import native

@@ -36,8 +36,8 @@ def _setting(name: str, default: int) -> int:
 #: Items per block, and items a `Sorted` sorts in memory before writing them as one run. A
 #: run keeps several sorted sequences at once (findings, both identity rules, the health
 #: index). At 4,096 a 20,000-row run peaked at 69 MiB instead of 82, but packing and merging
-#: its items cost the reporting process about 0.25 s of CPU, most of it with `--jobs 2`, where
-#: that process is the one that absorbs every row.
+#: the items cost the process that absorbs every row about 0.25 s of CPU, which with `--jobs 2`
+#: is time the workers wait for (bench/README.md, "Where the memory goes").
 BLOCK_ITEMS = 1024
 SORT_ITEMS = 20_000
 #: Compressed bytes of blocks a sequence keeps in memory before the rest goes to disk.
