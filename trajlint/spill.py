@@ -35,11 +35,12 @@ def _setting(name: str, default: int) -> int:
 
 #: Items per block, and items a `Sorted` sorts in memory before writing them as one run. A
 #: run keeps several sorted sequences at once (findings, both identity rules, the health
-#: index). At 4,096 a 20,000-row run peaked at 69 MiB instead of 82, but packing and merging
-#: the items cost the process that absorbs every row about 0.25 s of CPU, which with `--jobs 2`
-#: is time the workers wait for (bench/README.md, "Where the memory goes").
+#: index), so this bounds what a run holds unpacked. At 20,000 a 20,000-row run packed nothing
+#: and peaked 5 MiB higher than at 10,000; at 4,096 packing and merging the items cost the
+#: process that absorbs every row about 0.25 s of CPU, which with `--jobs 2` is time the
+#: workers wait for (bench/README.md, "Where the memory goes").
 BLOCK_ITEMS = 1024
-SORT_ITEMS = 20_000
+SORT_ITEMS = 10_000
 #: Compressed bytes of blocks a sequence keeps in memory before the rest goes to disk.
 MEMORY_BYTES = 8 * 1024 * 1024
 #: Runs merged at once; past it they are merged into one first.
