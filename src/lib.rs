@@ -199,11 +199,30 @@ fn judgement_tuple(judgement: families::health::Judgement) -> (u32, DigestTuple)
     )
 }
 
+/// The SHA-256 of the chunks one after another, in lowercase hex: what
+/// `trajlint.findings.sha256_hex` computes with hashlib, without loading OpenSSL.
+#[pyfunction]
+#[pyo3(signature = (*chunks))]
+fn sha256_hex(chunks: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<String> {
+    use sha2::{Digest, Sha256};
+    let mut digest = Sha256::new();
+    for chunk in chunks.iter() {
+        digest.update(chunk.downcast::<pyo3::types::PyBytes>()?.as_bytes());
+    }
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut hex = String::with_capacity(64);
+    for byte in digest.finalize() {
+        hex.push(HEX[usize::from(byte >> 4)] as char);
+        hex.push(HEX[usize::from(byte & 15)] as char);
+    }
+    Ok(hex)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // What the Python side expects of this module; raised whenever a function changes.
-    m.add("API", 5)?;
+    m.add("API", 6)?;
     m.add("INVALID", strict::INVALID)?;
     m.add("REPEATED", strict::REPEATED)?;
     m.add("OVERSIZED", strict::OVERSIZED)?;
@@ -224,5 +243,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_row, m)?)?;
     m.add_function(wrap_pyfunction!(clean_families, m)?)?;
     m.add_function(wrap_pyfunction!(health_judgement, m)?)?;
+    m.add_function(wrap_pyfunction!(sha256_hex, m)?)?;
     Ok(())
 }

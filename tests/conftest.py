@@ -17,13 +17,16 @@ os.environ.setdefault("CARGO_TARGET_DIR", str(ROOT / "target"))
 
 @pytest.fixture(autouse=True)
 def core_mode_read_afresh():
-    """`native.mode` reads TRAJLINT_CORE once a process; a test that sets the variable means
-    its own mode, so each test reads it afresh, and leaves no mode behind."""
+    """`native.mode` reads TRAJLINT_CORE once a process (and the fingerprints' hash follows it);
+    a test that sets the variable means its own mode, so each test reads it afresh, and leaves
+    no mode behind."""
     from trajlint.read import native
 
     native.mode.cache_clear()
+    native.sha256_hex.cache_clear()
     yield
     native.mode.cache_clear()
+    native.sha256_hex.cache_clear()
 
 
 @pytest.fixture(scope="session")

@@ -118,3 +118,20 @@ def test_rows_the_core_proves_load_no_schema_validator(tmp_path):
     broken.write_text(ROW.replace('"_ng_rollout_index": 0', '"_ng_rollout_index": "x"', 1), encoding="utf-8")
     modules, _ = _imported(tmp_path, "check", "--isolated", "--no-cache", str(broken), status=1)
     assert "jsonschema_rs" in modules
+
+
+def test_findings_are_fingerprinted_without_openssl_when_the_core_is_on(tmp_path, monkeypatch):
+    from trajlint.read import native
+
+    if not native.available():
+        pytest.skip("the native core is not built here: fingerprints are hashed with hashlib")
+    examples = ROOT / "examples"
+    # hashlib loads OpenSSL's libcrypto (3-4 MiB resident in every process of a run).
+    monkeypatch.setenv("TRAJLINT_CORE", "on")
+    modules, out = _imported(tmp_path, "check", "--isolated", "--no-cache", "--jobs", "1", "--output-format", "json", str(examples), status=1)
+    assert json.loads(out)["findings"]
+    assert sorted({"hashlib", "_hashlib"} & modules) == []
+    monkeypatch.setenv("TRAJLINT_CORE", "off")
+    modules, off = _imported(tmp_path, "check", "--isolated", "--no-cache", "--jobs", "1", "--output-format", "json", str(examples), status=1)
+    assert "hashlib" in modules
+    assert off == out

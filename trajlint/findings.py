@@ -6,6 +6,7 @@ it without depending on each other.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,26 +108,39 @@ class Finding:
         }
 
 
+def sha256_hex(*chunks: bytes) -> str:
+    """hashlib's SHA-256 of the chunks one after another, in hex: the reference for the native
+    core's `sha256_hex`, which a run uses when the core is on (hashlib loads OpenSSL)."""
+    # Imported here: the command line reads `SEVERITIES` for its options, and `--version` or
+    # `trajlint rule` never make a finding.
+    import hashlib
+
+    digest = hashlib.sha256()
+    for chunk in chunks:
+        digest.update(chunk)
+    return digest.hexdigest()
+
+
 def fingerprint(
-    code: str, pointer: str, rollout: Rollout | None, path: str, content: bytes | None
+    code: str,
+    pointer: str,
+    rollout: Rollout | None,
+    path: str,
+    content: bytes | None,
+    hash_hex: Callable[..., str] = sha256_hex,
 ) -> str:
     """A key that survives rows being moved, appended or re-sharded.
 
     It never includes the line number: keyed on the rollout identity when the row has one, else on
     the file and the line's own bytes, so the same defect keeps its fingerprint across runs.
+    `hash_hex` is SHA-256 of its chunks in hex (`sha256_hex`, or the native core's).
     """
-    # Imported here: the command line reads `SEVERITIES` for its options, and `--version` or
-    # `trajlint rule` never make a finding.
-    import hashlib
-
-    # The hash of the parts one after the other, taken in one call: one is made per finding.
     head = b"trajlint-fingerprint/v1\0%b\0%b\0" % (code.encode(), pointer.encode("utf-8", "surrogatepass"))
     if rollout is not None:
         key = b"rollout\0%b\0%b" % (
             rollout.task_id.encode("utf-8", "surrogatepass"),
             rollout.rollout_id.encode("utf-8", "surrogatepass"),
         )
-        return hashlib.sha256(head + key).hexdigest()[:32]
-    digest = hashlib.sha256(head + b"content\0" + path.encode("utf-8", "surrogateescape") + b"\0")
-    digest.update(content or b"")  # the whole line: not copied into one more bytes
-    return digest.hexdigest()[:32]
+        return hash_hex(head, key)[:32]
+    # The line is hashed as a chunk of its own: never copied into one more bytes.
+    return hash_hex(head, b"content\0", path.encode("utf-8", "surrogateescape"), b"\0", content or b"")[:32]

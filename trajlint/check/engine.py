@@ -698,7 +698,7 @@ def _finding(
         pointer=violation.pointer,
         related=_in_order(violation.related),
         rollout=rollout,
-        fingerprint=fingerprint(spec.code, violation.pointer, rollout, path, content),
+        fingerprint=fingerprint(spec.code, violation.pointer, rollout, path, content, native.sha256_hex()),
         availability=violation.availability,
     )
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from functools import cache
+from collections.abc import Callable
 from typing import Any
 
 #: The core's verdict bits (`trajlint._core` defines the same).
@@ -27,7 +28,7 @@ OVERSIZED = 4
 MODES = ("off", "on", "check")
 #: The `trajlint._core` this code was written for (`API` in src/lib.rs); a core built from other
 #: sources is not used.
-API = 5
+API = 6
 
 
 class CoreError(ValueError):
@@ -126,3 +127,24 @@ def mismatch(path: str, line: int, what: str) -> CoreMismatch:
         f"{path}:{line}: the native core and the Python path disagree: {what} "
         "(TRAJLINT_CORE=check; this is a bug in trajlint, please report it with this line)"
     )
+
+
+@cache
+def sha256_hex() -> Callable[..., str]:
+    """SHA-256 of byte chunks in hex, for fingerprints: the core's when it is on (the process
+    then never loads OpenSSL, which hashlib does), hashlib's when off, both under check."""
+    from trajlint.findings import sha256_hex as reference
+
+    if mode() == "off":
+        return reference
+    core = _module().sha256_hex  # type: ignore[union-attr]
+    if mode() == "on":
+        return core
+
+    def checked(*chunks: bytes) -> str:
+        hexed = core(*chunks)
+        if hexed != reference(*chunks):
+            raise CoreMismatch(f"the native core's SHA-256 of {len(chunks)} chunks differs from hashlib's: {hexed}")
+        return hexed
+
+    return checked
