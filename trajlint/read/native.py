@@ -16,8 +16,8 @@ A checkout run with PYTHONPATH has no compiled core: trajlint then runs in pure 
 from __future__ import annotations
 
 import os
-from functools import cache
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 #: The core's verdict bits (`trajlint._core` defines the same).
