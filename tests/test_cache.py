@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from trajlint import api
 from trajlint.check import cache as cache_module
 from trajlint.cli import main
+from trajlint.cli.execute import ENV_NO_CACHE
 from trajlint.report.formats import FORMATS
 
 from .conftest import EXAMPLES, ROOT
@@ -30,7 +31,7 @@ REAL = ROOT / "tests" / "data" / "real"
 def corpus(tmp_path, monkeypatch):
     """A project: examples and real data in several directories, the working directory."""
     monkeypatch.delenv(cache_module.ENV_DIR, raising=False)
-    monkeypatch.delenv(cache_module.ENV_OFF, raising=False)
+    monkeypatch.delenv(ENV_NO_CACHE, raising=False)
     project = tmp_path / "project"
     shutil.copytree(EXAMPLES, project / "examples", ignore=shutil.ignore_patterns("*.py"))
     shutil.copytree(REAL / "v0.6.0", project / "real" / "v0.6.0")
@@ -231,10 +232,10 @@ def test_where_the_cache_lives(corpus, monkeypatch):
     (corpus / "conf" / "trajlint.toml").write_text('cache-dir = "cached"\n')
     CliRunner().invoke(main, ["check", "--config", "conf/trajlint.toml", "examples"], catch_exceptions=False)
     assert _entries(corpus / "conf" / "cached")  # relative to the configuration file
-    monkeypatch.setenv(cache_module.ENV_OFF, "1")
+    monkeypatch.setenv(ENV_NO_CACHE, "1")
     _run("--cache-dir", "off")
     assert not (corpus / "off").exists()
-    monkeypatch.delenv(cache_module.ENV_OFF)
+    monkeypatch.delenv(ENV_NO_CACHE)
     _run("--no-cache", "--cache-dir", "off")
     assert not (corpus / "off").exists()
 
@@ -289,7 +290,7 @@ def test_health_numbers_come_from_the_cache_and_the_health_report_bypasses_it(co
 @pytest.mark.slow
 def test_concurrent_runs_share_the_cache(corpus):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop(cache_module.ENV_OFF, None)
+    env.pop(ENV_NO_CACHE, None)
     command = [sys.executable, "-m", "trajlint", "check", "--isolated", "--output-format", "json", "."]
     expected = subprocess.run([*command, "--no-cache"], capture_output=True, env=env).stdout
     for _ in range(2):  # cold, all at once; then warm, all at once

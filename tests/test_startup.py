@@ -22,10 +22,11 @@ ROW = (ROOT / "examples" / "clean.jsonl").read_text(encoding="utf-8").splitlines
 pytestmark = pytest.mark.slow
 
 
-def _imported(tmp_path: Path, *args: str, stdin: str | None = None, status: int = 0) -> tuple[set[str], str]:
+def _imported(
+    tmp_path: Path, *args: str, stdin: str | None = None, status: int = 0, env: dict[str, str] | None = None
+) -> tuple[set[str], str]:
     """The modules `python -X importtime -m trajlint ARGS` imports, and its standard output."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("TRAJLINT_NO_CACHE", None)
+    env = {**{k: v for k, v in os.environ.items() if k != "TRAJLINT_NO_CACHE"}, "PYTHONPATH": str(ROOT), **(env or {})}
     proc = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "trajlint", *args],
         cwd=tmp_path,
@@ -93,6 +94,11 @@ def test_one_row_piped_check_starts_no_pool(tmp_path):
     # Without a cache, nothing of the cache is loaded (nor hashlib, which only it needs here).
     unused = {"concurrent.futures", "pathspec", "trajlint.report.baseline", "trajlint.check.cache", "hashlib"}
     assert sorted(unused & modules) == []
+    # Nor when the environment turns the cache off.
+    modules, _ = _imported(tmp_path, "check", "--isolated", "-", stdin=ROW, env={"TRAJLINT_NO_CACHE": "1"})
+    assert sorted(unused & modules) == []
+    modules, _ = _imported(tmp_path, "check", "--isolated", "--cache-dir", str(tmp_path / "c"), "-", stdin=ROW, env={"TRAJLINT_NO_CACHE": "0"})
+    assert "trajlint.check.cache" in modules
 
 
 def test_check_without_health_rules_loads_no_health_report(tmp_path):

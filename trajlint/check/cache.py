@@ -48,7 +48,6 @@ from trajlint.spill import Sorted
 
 DEFAULT_DIR = ".trajlint_cache"
 ENV_DIR = "TRAJLINT_CACHE_DIR"
-ENV_OFF = "TRAJLINT_NO_CACHE"
 #: Changes whenever an entry's layout does.
 FORMAT = 1
 _MAGIC = b"trajlint-cache"
@@ -136,10 +135,6 @@ def resolve_directory(given: str | None, configured: str | None, config_director
         return Path(os.environ[ENV_DIR])
     base = Path(config_directory) if config_directory else Path.cwd()
     return base / configured if configured else base / DEFAULT_DIR
-
-
-def disabled_by_environment() -> bool:
-    return os.environ.get(ENV_OFF, "").strip().lower() not in ("", "0", "false", "no")
 
 
 # -- the key ------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,6 +18,10 @@ import click
 
 from trajlint.cli.exit import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, exit_status
 from trajlint.cli.signals import Failure
+
+#: Set to anything but 0, false or no, no run takes or stores a cached result, as `--no-cache`.
+#: Read here, not by the cache: a run without one never imports it (nor hashlib, nor OpenSSL).
+ENV_NO_CACHE = "TRAJLINT_NO_CACHE"
 
 
 @dataclass(frozen=True, slots=True)
@@ -580,7 +585,7 @@ def _check(
     try:
         # A TRAJLINT_CORE this installation cannot honour ends the run before it starts; check
         # mode is there to run both paths, so it never takes a result from the cache.
-        no_cache = native.mode() == "check" or no_cache
+        no_cache = native.mode() == "check" or no_cache or _cache_off_by_environment()
         options: dict[str, Any] = {
             "max_row_bytes": settings["max-row-bytes"].value,
             "jobs": _jobs(settings),
@@ -631,13 +636,15 @@ def _young_objects_collected() -> Iterator[None]:
         gc.unfreeze()
 
 
+def _cache_off_by_environment() -> bool:
+    return os.environ.get(ENV_NO_CACHE, "").strip().lower() not in ("", "0", "false", "no")
+
+
 def _cache(found: Any, settings: dict[str, Any]) -> Any:
     """The result cache (`--cache-dir`, `TRAJLINT_CACHE_DIR`, `cache-dir`, `.trajlint_cache` in
-    the project root), or None when `TRAJLINT_NO_CACHE` is set."""
+    the project root)."""
     from trajlint.check import cache
 
-    if cache.disabled_by_environment():
-        return None
     setting = settings["cache-dir"]
     given = setting.value if setting.origin.startswith("--") else None
     configured = setting.value if given is None else None
