@@ -9,6 +9,7 @@ pub mod families;
 pub mod hash;
 pub mod row;
 pub mod strict;
+pub mod validators;
 pub mod value;
 
 #[cfg(test)]
@@ -222,7 +223,7 @@ fn sha256_hex(chunks: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<String> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // What the Python side expects of this module; raised whenever a function changes.
-    m.add("API", 6)?;
+    m.add("API", 7)?;
     m.add("INVALID", strict::INVALID)?;
     m.add("REPEATED", strict::REPEATED)?;
     m.add("OVERSIZED", strict::OVERSIZED)?;
@@ -244,5 +245,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(clean_families, m)?)?;
     m.add_function(wrap_pyfunction!(health_judgement, m)?)?;
     m.add_function(wrap_pyfunction!(sha256_hex, m)?)?;
+    m.add_function(wrap_pyfunction!(validators::schema_validator, m)?)?;
+    m.add_class::<validators::SchemaValidator>()?;
     Ok(())
 }

@@ -16,6 +16,7 @@ from trajlint.check.kinds import ROLLOUT_FILE, ROLLOUTS, FileKind
 from trajlint.check.registry import RuleSpec
 from trajlint.check.rule import UNOBSERVED, Reduction, RowDigester, RowObserver, Violation
 from trajlint.check.subject import FILE, Subject, unit_subjects
+from trajlint.contract.validate import CoreDisagrees
 from trajlint.findings import SEVERITIES, Finding, Location, Rollout, fingerprint
 from trajlint.read import Batch, LineTally, Source, Unreadable, native
 from trajlint.spill import Packed, Sorted
@@ -379,6 +380,8 @@ class RowChecker:
                 unobserved_now.append(spec.code)
                 return None
             return [_finding(spec, subject.path, subject.line, subject.rollout, subject.raw, violation) for violation in violations]
+        except CoreDisagrees as exc:
+            raise native.mismatch(subject.path, subject.line, str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - a rule bug must not stop the run
             self._internal_error(spec, subject, exc)
             raised[spec.name] = type(exc).__name__
@@ -454,6 +457,8 @@ class RowChecker:
         for i, spec, reduction in digesting:
             try:
                 digest = reduction.digest(subject)
+            except CoreDisagrees as exc:
+                raise native.mismatch(subject.path, subject.line, str(exc)) from None
             except Exception as exc:  # noqa: BLE001
                 self._internal_error(spec, subject, exc)
                 continue

@@ -164,11 +164,18 @@ def prover() -> Any:
     """The core's `check_row` and its proved families, or None when the Python path decides."""
     if native.mode() == "off":
         return None
+    from trajlint.contract import validate
+
     module = native.module()
     proved = module.PROVED
+    alike = validates_as_the_core(module)
     # The health judgement validates the stated trajectory as the schema family does.
-    if proved & (SCHEMA | HEALTH) and not validates_as_the_core(module):
+    if proved & (SCHEMA | HEALTH) and not alike:
         proved &= ~(SCHEMA | HEALTH)
+    # The Python rules validate with the core's compiled validators too, where they validate
+    # alike: a process then holds one validation engine, not two (jsonschema-rs stays unloaded
+    # unless a value cannot be handed to the core); check mode runs both and compares.
+    validate.validate_through(module.schema_validator if alike else None, checked=native.mode() == "check")
     return module.check_row, proved
 
 

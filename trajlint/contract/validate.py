@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any, NamedTuple, Protocol
 from urllib.parse import urljoin
@@ -183,15 +183,118 @@ class _RustChecker(_LastValid):
             return
         self._remember(instance, not raw)
         for error in raw:
-            name = error.kind.name
-            keyword = _RUST_KEYWORDS.get(name, name)
-            location = error.absolute_keyword_location or ""
-            expected, holder = _schema_at(location)
-            if keyword == "required" and "/dependentRequired/" in location:
-                keyword = "dependentRequired"  # reported as `required` by jsonschema-rs
-            if keyword is None:
-                expected, holder = False, None
-            yield SchemaError(tuple(error.instance_path), keyword, expected, error.instance, holder)
+            yield _schema_error(error.instance_path, error.kind.name, error.absolute_keyword_location, error.instance)
+
+
+def _schema_error(path: Any, name: str, location: str | None, instance: Any) -> SchemaError:
+    """A `SchemaError` from what jsonschema-rs (or the native core, with the same crate) reports."""
+    keyword = _RUST_KEYWORDS.get(name, name)
+    location = location or ""
+    expected, holder = _schema_at(location)
+    if keyword == "required" and "/dependentRequired/" in location:
+        keyword = "dependentRequired"  # reported as `required` by jsonschema-rs
+    if keyword is None:
+        expected, holder = False, None
+    return SchemaError(tuple(path), keyword, expected, instance, holder)
+
+
+# -- the native core's validators -------------------------------------------------------------------
+
+#: The native core's `schema_validator`, when the check stage hands it over (`validate_through`).
+_core_compile: Callable[[bytes], Any] | None = None
+_core_checked = False
+
+
+def validate_through(compile_schema: Callable[[bytes], Any] | None, checked: bool = False) -> None:
+    """Validate with the native core's compiled validators (its `schema_validator`) from now on
+    in this process, or with jsonschema-rs again (None). The check stage hands them over when the
+    core validates exactly as jsonschema-rs does (the same crate at the same version, the same
+    documents): a process then holds one validation engine. With `checked`, jsonschema-rs
+    validates too and any difference raises `CoreDisagrees`."""
+    global _core_compile, _core_checked
+    if (compile_schema, checked) != (_core_compile, _core_checked):
+        _core_compile, _core_checked = compile_schema, checked
+        _checker.cache_clear()
+        _part_checker.cache_clear()
+
+
+class CoreDisagrees(Exception):
+    """Under check, the native core's validator and jsonschema-rs answered differently."""
+
+
+def _text(instance: Any) -> bytes | None:
+    """orjson's JSON text of the instance, when it reads back as the instance itself: orjson
+    writes NaN and the infinities as null and a tuple as a list, and refuses an integer past 64
+    bits, a key that is no string and text that is no UTF-8; jsonschema-rs validates those."""
+    import orjson
+
+    try:
+        text = orjson.dumps(instance)
+    except TypeError:  # orjson.JSONEncodeError
+        return None
+    # `==` takes 1, 1.0 and True for one another, but orjson writes each as it reads it back.
+    return text if orjson.loads(text) == instance else None
+
+
+class _CoreChecker(_LastValid):
+    """The native core's validator of a schema; jsonschema-rs's (`reference`, made when first
+    needed) for an instance the core cannot be handed exactly, or a schema it does not compile."""
+
+    def __init__(self, schema: dict[str, Any], compile_schema: Callable[[bytes], Any], reference: _RustChecker | None = None):
+        import orjson
+
+        super().__init__()
+        self._schema = schema
+        self._validator = compile_schema(orjson.dumps(schema))
+        self._reference = reference
+
+    def _jsonschema_rs(self) -> _RustChecker:
+        if self._reference is None:
+            self._reference = _RustChecker(self._schema)
+        return self._reference
+
+    def is_valid(self, instance: Any) -> bool:
+        if self._known_valid(instance):
+            return True
+        text = _text(instance) if self._validator is not None else None
+        valid = None if text is None else self._validator.is_valid(text)
+        if valid is None:
+            return self._jsonschema_rs().is_valid(instance)
+        return self._remember(instance, valid)
+
+    def errors(self, instance: Any) -> Iterator[SchemaError]:
+        if self.is_valid(instance):
+            return
+        text = _text(instance) if self._validator is not None else None
+        raw = None if text is None else self._validator.errors(text)
+        if raw is None:
+            yield from self._jsonschema_rs().errors(instance)
+            return
+        import orjson
+
+        self._remember(instance, not raw)
+        for path, name, location, value in raw:
+            yield _schema_error(path, name, location, orjson.loads(value))
+
+
+class _CheckedChecker:
+    """Both engines on every call, the core's answer compared with jsonschema-rs's."""
+
+    def __init__(self, core: _CoreChecker, reference: _RustChecker, what: str):
+        self._core, self._reference, self._what = core, reference, what
+
+    def is_valid(self, instance: Any) -> bool:
+        core, reference = self._core.is_valid(instance), self._reference.is_valid(instance)
+        if core != reference:
+            raise CoreDisagrees(f"{self._what}: the core finds the instance {'' if core else 'in'}valid, jsonschema-rs {'' if reference else 'in'}valid")
+        return reference
+
+    def errors(self, instance: Any) -> Iterator[SchemaError]:
+        core, reference = list(self._core.errors(instance)), list(self._reference.errors(instance))
+        # By repr: `==` takes 1, 1.0 and True for one another, and a message would not.
+        if repr(core) != repr(reference):
+            raise CoreDisagrees(f"{self._what}: the core reports {core!r}, jsonschema-rs {reference!r}")
+        yield from reference
 
 
 # -- cached checkers --------------------------------------------------------------------------------
@@ -210,12 +313,23 @@ def part_checker(ref: str) -> Checker:
 @cache
 def _checker(name: str, which: str) -> Checker:
     if which == "rust":
-        return _RustChecker(schemas.load(name))
+        return _compiled(schemas.load(name), name)
     return _PythonChecker(schemas.validator(name))
 
 
 @cache
 def _part_checker(ref: str, which: str) -> Checker:
     if which == "rust":
-        return _RustChecker({"$schema": "https://json-schema.org/draft/2020-12/schema", "$ref": _uri(ref)})
+        return _compiled({"$schema": "https://json-schema.org/draft/2020-12/schema", "$ref": _uri(ref)}, ref)
     return _PythonChecker(schemas.part_validator(ref))
+
+
+def _compiled(schema: dict[str, Any], what: str) -> Checker:
+    """The schema's checker on the jsonschema crate: the native core's when it was handed over
+    (`validate_through`), else jsonschema-rs's."""
+    if _core_compile is None:
+        return _RustChecker(schema)
+    if _core_checked:
+        reference = _RustChecker(schema)
+        return _CheckedChecker(_CoreChecker(schema, _core_compile, reference), reference, what)
+    return _CoreChecker(schema, _core_compile)
