@@ -5,6 +5,10 @@
 //!
 //! An instance comes as the JSON text orjson writes of the Python value; the Python side hands
 //! over only text that reads back as the value itself, and validates the rest with jsonschema-rs.
+//! The errors are jsonschema-rs's, not always in its order: the `properties` keyword walks an
+//! object by its members or by the schema's properties, whichever is shorter, and jsonschema-rs's
+//! Python binding chooses otherwise for some objects. trajlint's findings never depend on that
+//! order (python-jsonschema, its other backend, has its own).
 //! Each error is given back as jsonschema-rs's Python binding gives it: the instance path as its
 //! segments (an index for a segment of digits, as that binding splits the path), the kind's
 //! keyword, the absolute keyword location, and the failing instance as JSON text.

@@ -119,6 +119,7 @@ def test_the_fast_path_proves_the_family_only_when_python_validates_alike(core, 
     class Other:
         PROVED = core.PROVED
         check_row = core.check_row
+        schema_validator = core.schema_validator
         JSONSCHEMA = core.JSONSCHEMA
         SCHEMA_DOCUMENTS = core.SCHEMA_DOCUMENTS
 

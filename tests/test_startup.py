@@ -119,11 +119,18 @@ def test_rows_the_core_proves_load_no_schema_validator(tmp_path):
     assert json.loads(out)["findings"] == []
     # The core proved the row: jsonschema-rs, the Python rules' validator, is found, never loaded.
     assert "jsonschema_rs" not in modules
-    # A row the Python path validates loads it.
+    # A row the Python path validates is validated with the core's compiled validators: one
+    # engine in the process. With the core off, jsonschema-rs validates it.
     broken = tmp_path / "broken.jsonl"
     broken.write_text(ROW.replace('"_ng_rollout_index": 0', '"_ng_rollout_index": "x"', 1), encoding="utf-8")
-    modules, _ = _imported(tmp_path, "check", "--isolated", "--no-cache", str(broken), status=1)
+    modules, on = _imported(tmp_path, "check", "--isolated", "--no-cache", "--output-format", "json", str(broken), status=1)
+    assert "jsonschema_rs" not in modules
+    assert any(f["code"].startswith("TL1") for f in json.loads(on)["findings"])
+    modules, off = _imported(
+        tmp_path, "check", "--isolated", "--no-cache", "--output-format", "json", str(broken), status=1, env={"TRAJLINT_CORE": "off"}
+    )
     assert "jsonschema_rs" in modules
+    assert off == on
 
 
 def test_findings_are_fingerprinted_without_openssl_when_the_core_is_on(tmp_path, monkeypatch):
