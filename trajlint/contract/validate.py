@@ -9,7 +9,9 @@ runs `offline` on a registry of the packaged schemas, the Python one on a regist
 retrieval.
 
 `TRAJLINT_SCHEMA_BACKEND=python|rust` forces a backend (the tests compare both); the default
-uses jsonschema-rs when it is installed.
+uses jsonschema-rs when it is installed. In a check run with the native core, the "rust" backend's
+validators are the core's, compiled from the same crate at the same version (`validate_through`):
+one engine in the process rather than two, with jsonschema-rs for what the core cannot be handed.
 """
 
 from __future__ import annotations
