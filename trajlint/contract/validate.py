@@ -255,20 +255,28 @@ class _CoreChecker(_LastValid):
             self._reference = _RustChecker(self._schema)
         return self._reference
 
+    def _verdict(self, instance: Any) -> tuple[bytes | None, bool | None]:
+        """The instance's JSON text and the core's verdict on it; None for what it cannot take."""
+        text = _text(instance) if self._validator is not None else None
+        return text, None if text is None else self._validator.is_valid(text)
+
     def is_valid(self, instance: Any) -> bool:
         if self._known_valid(instance):
             return True
-        text = _text(instance) if self._validator is not None else None
-        valid = None if text is None else self._validator.is_valid(text)
+        _, valid = self._verdict(instance)
         if valid is None:
             return self._jsonschema_rs().is_valid(instance)
         return self._remember(instance, valid)
 
     def errors(self, instance: Any) -> Iterator[SchemaError]:
-        if self.is_valid(instance):
+        if self._known_valid(instance):
             return
-        text = _text(instance) if self._validator is not None else None
-        raw = None if text is None else self._validator.errors(text)
+        # Asked first, as for jsonschema-rs; the instance is written as JSON once for both.
+        text, valid = self._verdict(instance)
+        if valid:
+            self._remember(instance, True)
+            return
+        raw = None if valid is None else self._validator.errors(text)
         if raw is None:
             yield from self._jsonschema_rs().errors(instance)
             return
