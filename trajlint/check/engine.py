@@ -165,6 +165,7 @@ class RowChecker:
         judges = bool(digesters)
         self._proving = (_proof_codes(rules), judges) if all(getattr(d, "takes_judgement", False) for d in digesters) else None
         self.prove = self._prover(*self._proving) if self._proving is not None else None
+        self.prove_many = self._prover(*self._proving, many=True) if self._proving is not None else None
         self._plans: dict[tuple[str, frozenset[str]], tuple[list[RuleSpec], list[RuleSpec], list[RuleSpec]]] = {}
         # How many subjects each plan served: coverage is counted per plan, not per rule and row.
         self._uses: dict[tuple[str, frozenset[str]], int] = {}
@@ -192,16 +193,18 @@ class RowChecker:
     def __getstate__(self) -> dict[str, Any]:
         # The core's proof is the process's own (`__setstate__`): a worker elsewhere (a Ray
         # cluster's) may lack the native core, or have another build of it.
-        return {**self.__dict__, "prove": None}
+        return {**self.__dict__, "prove": None, "prove_many": None}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.prove = self._prover(*self._proving) if self._proving is not None else None
+        self.prove_many = self._prover(*self._proving, many=True) if self._proving is not None else None
 
-    def _prover(self, codes: list[str], judges: bool = False) -> Callable[[bytes], Any] | None:
+    def _prover(self, codes: list[str], judges: bool = False, many: bool = False) -> Callable[[Any], Any] | None:
         """The core's proof for a line of a rollout file when it can prove the line clean of every
         rule this run applies to one (`codes`, `_proof_codes`; `check.fast`), else None. With
-        `judges`, a line is proved only with its health judgement."""
+        `judges`, a line is proved only with its health judgement. With `many`, the proof of
+        each line of a list at once (`_core.check_rows`, for `check.ahead`)."""
         core = fast.prover()
         if core is None:
             return None
@@ -211,6 +214,14 @@ class RowChecker:
             return None
         extracts = fast.wanted_extracts(codes, judges)
         # A row proved less comes back as the families it is proved clean of (`partial`).
+        if many:
+            # The core's own `check_rows` when the line proof is its `check_row`; another line
+            # proof (a build elsewhere, a test's) proves a list line by line.
+            module = native.module()
+            if check_row is getattr(module, "check_row", None):
+                check_rows = module.check_rows
+                return lambda raws: check_rows(raws, wanted, extracts, judges, True)
+            return lambda raws: [check_row(raw, wanted, extracts, judges, True) for raw in raws]
         return lambda raw: check_row(raw, wanted, extracts, judges, True)
 
     def _plan(self, key: tuple[str, frozenset[str]]) -> tuple[list[RuleSpec], list[RuleSpec], list[RuleSpec]]:
@@ -247,14 +258,17 @@ class RowChecker:
         max_row_bytes: int,
         rows_per_part: int | None,
         kind: FileKind = ROLLOUT_FILE,
+        ahead: bool = False,
     ) -> Iterator[UnitResult]:
         """The unit's result in parts of `rows_per_part` rows, so that a caller that absorbs each
         part at once holds a few rows' digests, however long a file that cannot be cut (a
         compressed one) is. Only the last part counts the unit's physical lines. The unit is
-        (a part of) a file of `kind`."""
+        (a part of) a file of `kind`. With `ahead`, the core proves lines a batch ahead on a
+        thread of its own (`check.ahead`): for a process that has a core to spare."""
         self.start_unit(unit.path)
         tally = LineTally()
-        for subject in unit_subjects(unit, max_row_bytes, tally, kind, self.prove):
+        prove_many = self.prove_many if ahead else None
+        for subject in unit_subjects(unit, max_row_bytes, tally, kind, self.prove, prove_many):
             self.visit(subject)
             subject.release()
             if rows_per_part is not None and (

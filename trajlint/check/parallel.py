@@ -131,12 +131,15 @@ def check_units(
     # One worker per core at most, and one per task at most: a file or shard is one task, a
     # stream one per batch (so its first batches are read before the workers are started).
     workers = min(jobs, usable_cores())
+    # Checked in this process, lines are proved ahead on a core no worker takes, if this process
+    # may run on more than one (`check.ahead`; `taskset -c 0` holds a run to one core).
+    ahead = usable_cores() > 1
     streams = any(_is_stream(u) for u in units)
     if not streams:
         workers = min(workers, len(units))
     if workers < 2 or _work_bytes(units) < PARALLEL_MIN_BYTES:
         for unit, kind in planned:
-            yield unit, checker.check_parts(unit, max_row_bytes, engine.PART_ROWS, kind)
+            yield unit, checker.check_parts(unit, max_row_bytes, engine.PART_ROWS, kind, ahead)
         return
     read_tasks = _tasks(planned, max_row_bytes)
     ahead: Iterator[tuple[int, Work]] = read_tasks

@@ -103,17 +103,23 @@ def _holds_model_calls(row: dict) -> bool:
     return False
 
 
+#: `row_subject`'s `proof` when the core has not been asked yet.
+ASK: Any = object()
+
+
 def row_subject(
-    path: str, number: int, raw: bytes, core: Any = None, checking: bool = False, prove: Any = None
+    path: str, number: int, raw: bytes, core: Any = None, checking: bool = False, prove: Any = None, proof: Any = ASK
 ) -> Subject:
     """The subject of one line; `core` is the native core's line verdict function, when it is to
     be asked, and `checking` compares its verdict with the Python path's. `prove` asks the core to
-    prove the line clean of every rule the run applies (`check.fast`); a line it proves is not
-    parsed here, unless `checking`, when the Python path checks it too."""
+    prove the line clean of every rule the run applies (`check.fast`), unless `proof` is its
+    answer already (`check.ahead`); a line it proves is not parsed here, unless `checking`, when
+    the Python path checks it too."""
     clean_families = 0
     scanned = False  # the core read the line as a strict JSON object
-    if prove is not None:
+    if proof is ASK and prove is not None:
         proof = prove(raw)
+    if proof is not ASK:
         if type(proof) is int:
             # Not proved clean of every rule, but read as a row: it is not scanned again.
             clean_families, scanned = proof, True
@@ -185,10 +191,12 @@ def unit_subjects(
     tally: LineTally | None = None,
     kind: FileKind = ROLLOUT_FILE,
     prove: Any = None,
+    prove_many: Any = None,
 ) -> Iterator[Subject]:
     """What the rules look at in one unit of input, a file of `kind`: the file (unless the unit
     is a later shard of it), then each of its lines. `prove`: see `row_subject` (rollout files
-    only)."""
+    only); with `prove_many` as well (`_core.check_rows`), the lines are proved a batch ahead on
+    a thread of their own (`check.ahead`)."""
     if isinstance(unit, Unreadable):
         yield Subject(unit.path, unit.line, FILE, problem=unit, kind=kind)
         return
@@ -197,17 +205,27 @@ def unit_subjects(
     core, checking = native.scanner(), native.mode() == "check"
     if kind.kind != ROLLOUTS:
         prove = None
-    for item in unit.lines(max_row_bytes, tally):
-        if isinstance(item, Line):
-            subject = row_subject(item.path, item.number, item.raw, core, checking, prove)
-            if kind.kind != ROLLOUTS:
-                # Not a rollout: its findings name no rollout (a baseline keys them on the file).
-                subject.kind, subject.rollout = kind, None
-            yield subject
-        elif isinstance(item, OversizedLine):
-            yield Subject(item.path, item.number, LINE, problem=item, kind=kind)
-        else:
-            yield Subject(item.path, item.line, FILE, problem=item, kind=kind)
+    items = unit.lines(max_row_bytes, tally)
+    if prove is not None and prove_many is not None:
+        from trajlint.check.ahead import proved_ahead
+
+        for item, proof in proved_ahead(items, prove_many):
+            yield _item_subject(item, kind, core, checking, None, proof)
+        return
+    for item in items:
+        yield _item_subject(item, kind, core, checking, prove, ASK)
+
+
+def _item_subject(item: Any, kind: FileKind, core: Any, checking: bool, prove: Any, proof: Any) -> Subject:
+    if isinstance(item, Line):
+        subject = row_subject(item.path, item.number, item.raw, core, checking, prove, proof)
+        if kind.kind != ROLLOUTS:
+            # Not a rollout: its findings name no rollout (a baseline keys them on the file).
+            subject.kind, subject.rollout = kind, None
+        return subject
+    if isinstance(item, OversizedLine):
+        return Subject(item.path, item.number, LINE, problem=item, kind=kind)
+    return Subject(item.path, item.line, FILE, problem=item, kind=kind)
 
 
 def subjects(sources: Iterable[Source | Unreadable], max_row_bytes: int) -> Iterator[Subject]:

@@ -28,7 +28,7 @@ OVERSIZED = 4
 MODES = ("off", "on", "check")
 #: The `trajlint._core` this code was written for (`API` in src/lib.rs); a core built from other
 #: sources is not used.
-API = 7
+API = 8
 
 
 class CoreError(ValueError):
