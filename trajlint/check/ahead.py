@@ -10,14 +10,17 @@ input order, so nothing a run reports depends on whether they were taken ahead.
 
 The thread lives as long as one unit's lines are read and is joined when they end (or when the
 reader stops early): no thread outlives a unit, so a process that forks workers afterwards
-forks no helper half-way through its work.
+forks no helper half-way through its work. A unit of one batch starts none (a one-row file's
+check pays for no thread), and where the system refuses a thread, the lines are proved here.
 """
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from itertools import chain
+from queue import SimpleQueue
 from typing import Any
 
 from trajlint.read import Line
@@ -37,28 +40,79 @@ ProveMany = Callable[[list[bytes]], list[Any]]
 def proved_ahead(items: Iterable[Any], prove_many: ProveMany) -> Iterator[tuple[Any, Any]]:
     """(item, the core's answer for it) for each of `items` in order: a `Line`'s answer is its
     `check_row` answer, any other item's (a skipped line, an error) is None."""
-    helper = ThreadPoolExecutor(1, thread_name_prefix="trajlint-prove")
-    refused = False
-    pending: deque[tuple[list[Any], Future[list[Any]] | None]] = deque()
+    batches = _batches(items)
+    first = next(batches, None)
+    second = next(batches, None) if first is not None else None
+    helper = _Helper.started(prove_many) if second is not None else None
+    if helper is None:
+        for batch in chain(() if first is None else [first], () if second is None else [second], batches):
+            yield from _answered(batch, _proved(batch, prove_many))
+        return
+    pending: deque[list[Any]] = deque()
     try:
-        for batch in _batches(items):
-            raws = [item.raw for item in batch if isinstance(item, Line)]
-            answers: Future[list[Any]] | None = None
-            if raws and not refused:
-                try:
-                    answers = helper.submit(prove_many, raws)
-                except RuntimeError:  # no thread to be had (RLIMIT_NPROC, pids.max): proved here
-                    refused = True
-            if raws and answers is None:
-                answers = Future()
-                answers.set_result(prove_many(raws))
-            pending.append((batch, answers))
+        for batch in chain([first, second], batches):
+            helper.ask(_raws(batch))
+            pending.append(batch)
             if len(pending) > BATCHES_AHEAD:
-                yield from _answered(*pending.popleft())
+                yield from _answered(pending.popleft(), helper.answer())
         while pending:
-            yield from _answered(*pending.popleft())
+            yield from _answered(pending.popleft(), helper.answer())
     finally:
-        helper.shutdown(wait=True, cancel_futures=True)
+        helper.stop()
+
+
+class _Helper:
+    """One thread proving the batches it is asked for, in the order asked."""
+
+    def __init__(self, prove_many: ProveMany):
+        self._asked: SimpleQueue[list[bytes] | None] = SimpleQueue()
+        self._answers: SimpleQueue[tuple[bool, Any]] = SimpleQueue()
+        self._stopping = False
+        # A daemon: a run stopped by Ctrl-C is not held up at exit by a batch being proved.
+        self._thread = threading.Thread(target=self._work, args=(prove_many,), name="trajlint-prove", daemon=True)
+
+    @classmethod
+    def started(cls, prove_many: ProveMany) -> _Helper | None:
+        """A running helper, or None where the system refuses a thread (RLIMIT_NPROC, pids.max)."""
+        helper = cls(prove_many)
+        try:
+            helper._thread.start()
+        except RuntimeError:
+            return None
+        return helper
+
+    def _work(self, prove_many: ProveMany) -> None:
+        while (raws := self._asked.get()) is not None:
+            if self._stopping:
+                continue  # nobody takes the answer: the batches still queued are dropped
+            try:
+                self._answers.put((True, prove_many(raws) if raws else []))
+            except BaseException as exc:  # noqa: BLE001 - raised again in the thread that takes it
+                self._answers.put((False, exc))
+
+    def ask(self, raws: list[bytes]) -> None:
+        self._asked.put(raws)
+
+    def answer(self) -> list[Any]:
+        """The answers to the batch asked for first of those not answered yet."""
+        proved, answers = self._answers.get()
+        if not proved:
+            raise answers
+        return answers
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._asked.put(None)
+        self._thread.join()
+
+
+def _raws(batch: list[Any]) -> list[bytes]:
+    return [item.raw for item in batch if isinstance(item, Line)]
+
+
+def _proved(batch: list[Any], prove_many: ProveMany) -> list[Any]:
+    raws = _raws(batch)
+    return prove_many(raws) if raws else []
 
 
 def _batches(items: Iterable[Any]) -> Iterator[list[Any]]:
@@ -76,7 +130,7 @@ def _batches(items: Iterable[Any]) -> Iterator[list[Any]]:
         yield batch
 
 
-def _answered(batch: list[Any], answers: Future[list[Any]] | None) -> Iterator[tuple[Any, Any]]:
-    proofs = iter(answers.result() if answers is not None else ())
+def _answered(batch: list[Any], answers: list[Any]) -> Iterator[tuple[Any, Any]]:
+    proofs = iter(answers)
     for item in batch:
         yield item, next(proofs) if isinstance(item, Line) else None
