@@ -10,6 +10,8 @@ over `--repeat` rounds so that machine noise spreads over all of them; medians a
   (b) `python -m trajlint check --isolated --output-format json FILE > /dev/null` from this checkout,
       with its native core (`TRAJLINT_CORE=on`) when the checkout has one built, and then also
       (b0) the same with `TRAJLINT_CORE=off` (pure Python);
+  (b1) (b) held to one core with `taskset -c 0`, where taskset exists: in one process the core
+      proves lines ahead on a helper thread when a second core is free (`trajlint.check.ahead`);
   (c) the same as (b) with `--jobs N`, when trajlint has that option;
   (d) NeMo Gym 0.7.0 `gym eval health-check RUN_DIR --rollouts-file FILE --workers 2`, when its venv
       exists (it writes its reports into a temporary RUN_DIR);
@@ -201,6 +203,11 @@ def subjects(args: argparse.Namespace, path: Path, one_row: Path, gym_input: Pat
     if core:
         main.append(Subject("off", "(b0) trajlint check" + (" --jobs 1" if has_jobs else "") + ", core off", single, cwd=root, env=off_env))
     main.append(Subject("trajlint", "(b) trajlint check" + (" --jobs 1" if has_jobs else "") + on, single, cwd=root, env=env))
+    taskset = shutil.which("taskset")
+    if core and taskset:
+        # One process may still prove lines ahead on a second core (`trajlint.check.ahead`):
+        # held to one core, it shows what the helper thread adds.
+        main.append(Subject("one_core", "(b1) (b) held to one core (taskset -c 0)", [taskset, "-c", "0", *single], cwd=root, env=env))
     if has_jobs:
         main.append(Subject("jobs", f"(c) trajlint check --jobs {args.jobs}{on}", trajlint_argv(path, "--jobs", str(args.jobs)), cwd=root, env=env))
     else:
@@ -298,8 +305,10 @@ def report(path: Path, counts: dict, main: list[Subject], startup: list[Subject]
         ratio("trajlint", "floor", "(b)/(a) trajlint check / floor"),
         ratio("floor", "trajlint", "(a)/(b) trajlint's throughput as a share of the floor's"),
         ratio("off", "trajlint", "(b0)/(b) core off / core on"),
+        ratio("one_core", "trajlint", "(b1)/(b) one core / one process with its helper thread"),
         ratio("gym", "jobs", "(d)/(c) NeMo Gym health-check / trajlint --jobs N"),
         ratio("jobs", "trajlint", "(c)/(b) trajlint --jobs / single process"),
+        ratio("one_core", "jobs", "(b1)/(c) one core / trajlint --jobs N"),
         ratio("gym", "trajlint", "(d)/(b) NeMo Gym health-check / trajlint check"),
         ratio("fast_off", "fast", "(f0)/(f) the core's families: Python / fast path"),
         ratio("floor", "fast", "(a)/(f) the core's families, throughput as a share of the floor's"),

@@ -215,10 +215,11 @@ class RowChecker:
         extracts = fast.wanted_extracts(codes, judges)
         # A row proved less comes back as the families it is proved clean of (`partial`).
         if many:
-            # The core's own `check_rows` when the line proof is its `check_row`; another line
-            # proof (a build elsewhere, a test's) proves a list line by line.
+            # The core's own `check_rows` when the line proof is its own `check_row` (a function
+            # of the extension module); another line proof (a fuzzer's, a test's stand-in for the
+            # core) proves a list line by line.
             module = native.module()
-            if check_row is getattr(module, "check_row", None):
+            if getattr(check_row, "__self__", None) is module and check_row is getattr(module, "check_row", None):
                 check_rows = module.check_rows
                 return lambda raws: check_rows(raws, wanted, extracts, judges, True)
             return lambda raws: [check_row(raw, wanted, extracts, judges, True) for raw in raws]
