@@ -42,9 +42,34 @@ def test_every_item_comes_once_in_order_with_its_own_answer(monkeypatch, lines, 
     assert [item for item, _ in got] == items
     assert [proof for item, proof in got] == [("proof", item.raw) if isinstance(item, Line) else None for item in items]
     assert sum(batches) == count and all(0 < n <= lines for n in batches)
-    # Proved on the helper, unless one batch held them all: no thread is started for that.
-    assert threads == (set() if not batches else {"trajlint-prove"} if len(batches) > 1 else {threading.current_thread().name})
+    # Proved on the helper, unless the lines do not fill one batch: no thread is started for that.
+    raws = [item.raw for item in items if isinstance(item, Line)]
+    full = len(raws) >= lines or any(sum(map(len, raws[: n + 1])) >= size for n in range(min(len(raws), lines)))
+    assert threads == (set() if not raws else {"trajlint-prove"} if full else {threading.current_thread().name})
     assert not any(t.name.startswith("trajlint-prove") for t in threading.enumerate())  # and joined
+
+
+@pytest.mark.parametrize("line_bytes", [10, 40, 1000])
+def test_no_more_than_a_few_lines_are_held_ahead(monkeypatch, line_bytes):
+    """At most `BATCHES_AHEAD` batches and `BYTES_AHEAD` bytes beyond the batch being taken: a
+    file of very long rows holds one batch (of one row) at a time."""
+    monkeypatch.setattr(ahead, "BATCH_LINES", 2)
+    monkeypatch.setattr(ahead, "BATCH_BYTES", 100)
+    monkeypatch.setattr(ahead, "BATCHES_AHEAD", 3)
+    monkeypatch.setattr(ahead, "BYTES_AHEAD", 200)
+    read = 0
+
+    def lines():
+        nonlocal read
+        for i in range(40):
+            read += 1
+            yield Line("f", i + 1, b"x" * line_bytes)
+
+    per_batch = 1 if line_bytes >= 100 else 2
+    batches_ahead = min(3, max(1, 200 // (per_batch * line_bytes)))
+    for taken, (item, _) in enumerate(ahead.proved_ahead(lines(), lambda raws: [None] * len(raws)), start=1):
+        batch_end = -(-taken // per_batch) * per_batch
+        assert read <= min(40, batch_end + batches_ahead * per_batch), (taken, read)
 
 
 def test_a_failing_proof_reaches_the_reader_and_the_helper_is_joined(monkeypatch):

@@ -10,8 +10,8 @@ input order, so nothing a run reports depends on whether they were taken ahead.
 
 The thread lives as long as one unit's lines are read and is joined when they end (or when the
 reader stops early): no thread outlives a unit, so a process that forks workers afterwards
-forks no helper half-way through its work. A unit of one batch starts none (a one-row file's
-check pays for no thread), and where the system refuses a thread, the lines are proved here.
+forks no helper half-way through its work. A unit shorter than one batch starts none (a one-row
+file's check pays for no thread), and where the system refuses a thread, the lines are proved here.
 """
 
 from __future__ import annotations
@@ -33,6 +33,9 @@ from trajlint.read import Line
 BATCH_LINES = 64
 BATCH_BYTES = 1024 * 1024
 BATCHES_AHEAD = 6
+#: No more bytes of lines than this are held ahead: a file of rows of tens of megabytes holds
+#: one batch at a time, as it holds one line at a time without the helper.
+BYTES_AHEAD = 8 * 1024 * 1024
 
 ProveMany = Callable[[list[bytes]], list[Any]]
 
@@ -42,21 +45,27 @@ def proved_ahead(items: Iterable[Any], prove_many: ProveMany) -> Iterator[tuple[
     `check_row` answer, any other item's (a skipped line, an error) is None."""
     batches = _batches(items)
     first = next(batches, None)
-    second = next(batches, None) if first is not None else None
-    helper = _Helper.started(prove_many) if second is not None else None
+    if first is None:
+        return
+    # A unit whose first batch is not full has no other (a one-row file starts no thread).
+    helper = _Helper.started(prove_many) if first[2] else None
     if helper is None:
-        for batch in chain(() if first is None else [first], () if second is None else [second], batches):
+        for batch, _, _ in chain([first], batches):
             yield from _answered(batch, _proved(batch, prove_many))
         return
-    pending: deque[list[Any]] = deque()
+    pending: deque[tuple[list[Any], int]] = deque()
+    held = 0
     try:
-        for batch in chain([first, second], batches):
+        for batch, size, _ in chain([first], batches):
             helper.ask(_raws(batch))
-            pending.append(batch)
-            if len(pending) > BATCHES_AHEAD:
-                yield from _answered(pending.popleft(), helper.answer())
+            pending.append((batch, size))
+            held += size
+            while pending and (len(pending) > BATCHES_AHEAD or held > BYTES_AHEAD):
+                taken, size = pending.popleft()
+                held -= size
+                yield from _answered(taken, helper.answer())
         while pending:
-            yield from _answered(pending.popleft(), helper.answer())
+            yield from _answered(pending.popleft()[0], helper.answer())
     finally:
         helper.stop()
 
@@ -115,7 +124,9 @@ def _proved(batch: list[Any], prove_many: ProveMany) -> list[Any]:
     return prove_many(raws) if raws else []
 
 
-def _batches(items: Iterable[Any]) -> Iterator[list[Any]]:
+def _batches(items: Iterable[Any]) -> Iterator[tuple[list[Any], int, bool]]:
+    """(items, bytes of their lines, whether the batch is full) of consecutive items: only the
+    last batch can be short of full."""
     batch: list[Any] = []
     lines = size = 0
     for item in items:
@@ -124,10 +135,10 @@ def _batches(items: Iterable[Any]) -> Iterator[list[Any]]:
             lines += 1
             size += len(item.raw)
             if lines >= BATCH_LINES or size >= BATCH_BYTES:
-                yield batch
+                yield batch, size, True
                 batch, lines, size = [], 0, 0
     if batch:
-        yield batch
+        yield batch, size, False
 
 
 def _answered(batch: list[Any], answers: list[Any]) -> Iterator[tuple[Any, Any]]:
