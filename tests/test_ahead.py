@@ -67,7 +67,7 @@ def test_no_more_than_a_few_lines_are_held_ahead(monkeypatch, line_bytes):
 
     per_batch = 1 if line_bytes >= 100 else 2
     batches_ahead = min(3, max(1, 200 // (per_batch * line_bytes)))
-    for taken, (item, _) in enumerate(ahead.proved_ahead(lines(), lambda raws: [None] * len(raws)), start=1):
+    for taken, _ in enumerate(ahead.proved_ahead(lines(), lambda raws: [None] * len(raws)), start=1):
         batch_end = -(-taken // per_batch) * per_batch
         assert read <= min(40, batch_end + batches_ahead * per_batch), (taken, read)
 
