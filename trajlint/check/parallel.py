@@ -134,13 +134,13 @@ def check_units(
     # Checked in this process, lines are proved ahead on a core no worker takes, if this process
     # may run on more than one (`check.ahead`; `taskset -c 0` holds a run to one core) and is not
     # itself one of a pool's workers (the result cache's check small runs side by side).
-    ahead = _worker is None and usable_cores() > 1
+    prove_ahead = _worker is None and usable_cores() > 1
     streams = any(_is_stream(u) for u in units)
     if not streams:
         workers = min(workers, len(units))
     if workers < 2 or _work_bytes(units) < PARALLEL_MIN_BYTES:
         for unit, kind in planned:
-            yield unit, checker.check_parts(unit, max_row_bytes, engine.PART_ROWS, kind, ahead)
+            yield unit, checker.check_parts(unit, max_row_bytes, engine.PART_ROWS, kind, prove_ahead)
         return
     read_tasks = _tasks(planned, max_row_bytes)
     ahead: Iterator[tuple[int, Work]] = read_tasks
