@@ -115,7 +115,7 @@ def test_the_cores_list_proof_is_its_line_proof(core):
 
 
 @pytest.mark.parametrize("mode", ["on", "check"])
-def test_reports_are_the_same_proved_ahead_or_not(core, monkeypatch, mode, tmp_path):
+def test_reports_are_the_same_proved_ahead_or_not(core, monkeypatch, mode):
     from trajlint.read import native
 
     monkeypatch.setattr(native, "mode", lambda: mode)

@@ -1,10 +1,10 @@
-"""Lines proved one batch ahead, on a thread of their own, while the rows before them are checked.
+"""Lines proved a few batches ahead, on a thread of their own, while the rows before them are checked.
 
 In one process the native core's proof of a line (`check.fast`) and the Python work on the rows
 it hands back take turns on one core, though the core holds no interpreter lock while it
 proves. Where a second core is free (a run of one process on a machine of several), a helper
-thread proves the next batch of lines (`_core.check_rows`, the lock released for the whole
-batch) while this thread turns the batch before into subjects and checks them: the two costs
+thread proves the next batches of lines (`_core.check_rows`, the lock released for each whole
+batch) while this thread turns the batches before into subjects and checks them: the two costs
 overlap instead of adding up. The answers are the ones `check_row` gives line by line, taken in
 input order, so nothing a run reports depends on whether they were taken ahead.
 

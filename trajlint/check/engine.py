@@ -164,8 +164,7 @@ class RowChecker:
         # digesters that take one (the health report's) let the run take the fast path.
         judges = bool(digesters)
         self._proving = (_proof_codes(rules), judges) if all(getattr(d, "takes_judgement", False) for d in digesters) else None
-        self.prove = self._prover(*self._proving) if self._proving is not None else None
-        self.prove_many = self._prover(*self._proving, many=True) if self._proving is not None else None
+        self.prove, self.prove_many = self._provers(*self._proving) if self._proving is not None else (None, None)
         self._plans: dict[tuple[str, frozenset[str]], tuple[list[RuleSpec], list[RuleSpec], list[RuleSpec]]] = {}
         # How many subjects each plan served: coverage is counted per plan, not per rule and row.
         self._uses: dict[tuple[str, frozenset[str]], int] = {}
@@ -197,33 +196,31 @@ class RowChecker:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self.prove = self._prover(*self._proving) if self._proving is not None else None
-        self.prove_many = self._prover(*self._proving, many=True) if self._proving is not None else None
+        self.prove, self.prove_many = self._provers(*self._proving) if self._proving is not None else (None, None)
 
-    def _prover(self, codes: list[str], judges: bool = False, many: bool = False) -> Callable[[Any], Any] | None:
+    def _provers(self, codes: list[str], judges: bool = False) -> tuple[Callable[[bytes], Any] | None, Callable[[list[bytes]], Any] | None]:
         """The core's proof for a line of a rollout file when it can prove the line clean of every
-        rule this run applies to one (`codes`, `_proof_codes`; `check.fast`), else None. With
-        `judges`, a line is proved only with its health judgement. With `many`, the proof of
-        each line of a list at once (`_core.check_rows`, for `check.ahead`)."""
+        rule this run applies to one (`codes`, `_proof_codes`; `check.fast`), and its proof of
+        each line of a list at once (`_core.check_rows`, for `check.ahead`); (None, None) when
+        the core cannot. With `judges`, a line is proved only with its health judgement."""
         core = fast.prover()
         if core is None:
-            return None
+            return None, None
         check_row, proved = core
         wanted = fast.wanted_families(codes, proved)
         if wanted is None:
-            return None
+            return None, None
         extracts = fast.wanted_extracts(codes, judges)
         # A row proved less comes back as the families it is proved clean of (`partial`).
-        if many:
-            # The core's own `check_rows` when the line proof is its own `check_row` (a function
-            # of the extension module); another line proof (a fuzzer's, a test's stand-in for the
-            # core) proves a list line by line.
-            module = native.module()
-            if getattr(check_row, "__self__", None) is module and check_row is getattr(module, "check_row", None):
-                check_rows = module.check_rows
-                return lambda raws: check_rows(raws, wanted, extracts, judges, True)
-            return lambda raws: [check_row(raw, wanted, extracts, judges, True) for raw in raws]
-        return lambda raw: check_row(raw, wanted, extracts, judges, True)
+        prove = lambda raw: check_row(raw, wanted, extracts, judges, True)  # noqa: E731
+        # The core's own `check_rows` when the line proof is its own `check_row` (a function of
+        # the extension module); another line proof (a fuzzer's, a test's stand-in for the core)
+        # proves a list line by line.
+        module = native.module()
+        if getattr(check_row, "__self__", None) is module and check_row is getattr(module, "check_row", None):
+            check_rows = module.check_rows
+            return prove, lambda raws: check_rows(raws, wanted, extracts, judges, True)
+        return prove, lambda raws: [prove(raw) for raw in raws]
 
     def _plan(self, key: tuple[str, frozenset[str]]) -> tuple[list[RuleSpec], list[RuleSpec], list[RuleSpec]]:
         """(rules to run, rules unobserved, rules to run on a proved row's reduced row) for a
@@ -264,8 +261,8 @@ class RowChecker:
         """The unit's result in parts of `rows_per_part` rows, so that a caller that absorbs each
         part at once holds a few rows' digests, however long a file that cannot be cut (a
         compressed one) is. Only the last part counts the unit's physical lines. The unit is
-        (a part of) a file of `kind`. With `ahead`, the core proves lines a batch ahead on a
-        thread of its own (`check.ahead`): for a process that has a core to spare."""
+        (a part of) a file of `kind`. With `ahead`, the core proves lines a few batches ahead on
+        a thread of its own (`check.ahead`): for a process that has a core to spare."""
         self.start_unit(unit.path)
         tally = LineTally()
         prove_many = self.prove_many if ahead else None

@@ -135,11 +135,12 @@ def check_units(
     units = [unit for unit, _ in planned]
     # One worker per core at most, and one per task at most: a file or shard is one task, a
     # stream one per batch (so its first batches are read before the workers are started).
-    workers = min(jobs, usable_cores())
+    cores = usable_cores()
+    workers = min(jobs, cores)
     # Checked in this process, lines are proved ahead on a core no worker takes, if this process
     # may run on more than one (`check.ahead`; `taskset -c 0` holds a run to one core) and is not
     # itself one of a pool's workers (the result cache's check small runs side by side).
-    prove_ahead = _worker is None and usable_cores() > 1
+    prove_ahead = _worker is None and cores > 1
     streams = any(_is_stream(u) for u in units)
     if not streams:
         workers = min(workers, len(units))

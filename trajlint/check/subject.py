@@ -195,8 +195,8 @@ def unit_subjects(
 ) -> Iterator[Subject]:
     """What the rules look at in one unit of input, a file of `kind`: the file (unless the unit
     is a later shard of it), then each of its lines. `prove`: see `row_subject` (rollout files
-    only); with `prove_many` as well (`_core.check_rows`), the lines are proved a batch ahead on
-    a thread of their own (`check.ahead`)."""
+    only); with `prove_many` as well (`_core.check_rows`), the lines are proved a few batches
+    ahead on a thread of their own (`check.ahead`)."""
     if isinstance(unit, Unreadable):
         yield Subject(unit.path, unit.line, FILE, problem=unit, kind=kind)
         return
